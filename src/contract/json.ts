@@ -1,0 +1,87 @@
+/** Why a value cannot round-trip through JSON, with the path where it went wrong. */
+export class NotJsonError extends Error {
+  override readonly name = 'NotJsonError';
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`${path}: ${reason}`);
+  }
+}
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+interface Options {
+  /** Also refuse strings Postgres jsonb cannot store (NUL, unpaired surrogates). */
+  readonly storable: boolean;
+}
+
+const REFUSED_CLASSES: ReadonlyArray<[Function, string]> = [
+  [Map, 'a Map'],
+  [Set, 'a Set'],
+  [WeakMap, 'a WeakMap'],
+  [WeakSet, 'a WeakSet'],
+  [Promise, 'a Promise (did you forget an await?)'],
+];
+
+/**
+ * Copies a value into plain JSON with `JSON.stringify` semantics (toJSON, dropped undefined properties), but
+ * refuses what JSON.stringify would silently mangle or crash on: BigInt, functions, symbols, non-finite numbers,
+ * circular structures, Maps and Sets.
+ */
+export function toJsonValue(value: unknown, options: Options): JsonValue {
+  const ancestors: object[] = [];
+
+  const walk = (input: unknown, path: string, key: string): JsonValue | undefined => {
+    let current = input;
+    if (current !== null && typeof current === 'object' && typeof (current as { toJSON?: unknown }).toJSON === 'function') {
+      current = (current as { toJSON: (k: string) => unknown }).toJSON(key);
+    }
+    switch (typeof current) {
+      case 'undefined':
+        return undefined;
+      case 'boolean':
+        return current;
+      case 'string':
+        if (options.storable) {
+          if (current.includes('\u0000')) throw new NotJsonError(path, 'string contains a NUL character');
+          if (!current.isWellFormed()) throw new NotJsonError(path, 'string contains an unpaired surrogate');
+        }
+        return current;
+      case 'number':
+        if (!Number.isFinite(current)) throw new NotJsonError(path, `number ${current} is not finite`);
+        return current;
+      case 'bigint':
+        throw new NotJsonError(path, 'BigInt is not JSON; convert it to a string');
+      case 'function':
+        throw new NotJsonError(path, 'functions are not JSON');
+      case 'symbol':
+        throw new NotJsonError(path, 'symbols are not JSON');
+    }
+    if (current === null) return null;
+    const object = current as object;
+    for (const [cls, label] of REFUSED_CLASSES) {
+      if (object instanceof (cls as new () => object)) throw new NotJsonError(path, `${label} is not JSON`);
+    }
+    if (ancestors.includes(object)) throw new NotJsonError(path, 'circular reference');
+    ancestors.push(object);
+    try {
+      if (Array.isArray(object)) {
+        return object.map((item, index) => walk(item, `${path}[${index}]`, String(index)) ?? null);
+      }
+      const out: { [key: string]: JsonValue } = {};
+      for (const [k, v] of Object.entries(object)) {
+        if (options.storable && (k.includes('\u0000') || !k.isWellFormed())) {
+          throw new NotJsonError(`${path}.${k}`, 'property name cannot be stored');
+        }
+        const converted = walk(v, `${path}.${k}`, k);
+        if (converted !== undefined) out[k] = converted;
+      }
+      return out;
+    } finally {
+      ancestors.pop();
+    }
+  };
+
+  return walk(value, '$', '') ?? null;
+}

@@ -1,0 +1,74 @@
+import type { ConflictReason } from './errors.js';
+import type { Outcome, RejectedReason, ToolKind } from './types.js';
+
+/**
+ * The seam between the middleware and telemetry. The middleware reports facts; the telemetry layer turns them
+ * into spans, logs and metrics. Neither side knows how the other works. Internal: not exported from the package.
+ */
+export interface CallObserver {
+  startCall(start: CallStart): CallScope;
+}
+
+export interface CallStart {
+  readonly tool: string;
+  readonly kind: ToolKind;
+  readonly tenant: string;
+  readonly key: string | undefined;
+  readonly user: string | undefined;
+  readonly toolCallId: string | undefined;
+  /** The raw arguments, only for content capture; the observer must scrub them. */
+  readonly input: unknown;
+}
+
+export type LedgerOperation = 'claim' | 'complete' | 'lookup';
+
+export interface SpanRef {
+  readonly traceId: string;
+  readonly spanId: string;
+}
+
+export interface CallScope {
+  /** Runs `fn` with the call's span as the active context (so handler and SQL spans nest under it). */
+  run<T>(fn: () => T): T;
+  /** The call span's ids, stored in the ledger row so later replays can link to it. */
+  readonly spanRef: SpanRef | undefined;
+  /** The parameter hash, once validation has passed. */
+  setParamsHash(hash: string): void;
+  /** A ledger statement finished; `seconds` is its client-side duration. */
+  recordLedgerOperation(operation: LedgerOperation, seconds: number): void;
+  /** The handler starts or stops running in this process (in-flight gauge). */
+  handlerStarted(): void;
+  handlerFinished(): void;
+  /** Exactly one decision ends every call. */
+  end(decision: Decision): void;
+}
+
+export interface Decision {
+  readonly outcome: Outcome;
+  readonly attempt?: number | undefined;
+  /** How long this call waited for a parallel duplicate. */
+  readonly waitedMs?: number | undefined;
+  /** Handler run time, for `executed` (and `failed`) calls that ran the handler. */
+  readonly executionSeconds?: number | undefined;
+  readonly conflictReason?: ConflictReason | undefined;
+  readonly rejectedReason?: RejectedReason | undefined;
+  readonly jobId?: string | undefined;
+  /** The error the call ends with, for every outcome but `executed` and `replayed`. */
+  readonly error?: unknown;
+  /** The value returned to the caller, only for content capture; the observer must scrub it. */
+  readonly result?: unknown;
+  /** The original execution, for `replayed`, `in_progress` and `conflict`. */
+  readonly original?: SpanRef | undefined;
+}
+
+const NOOP_SCOPE: CallScope = {
+  run: (fn) => fn(),
+  spanRef: undefined,
+  setParamsHash: () => {},
+  recordLedgerOperation: () => {},
+  handlerStarted: () => {},
+  handlerFinished: () => {},
+  end: () => {},
+};
+
+export const noopObserver: CallObserver = { startCall: () => NOOP_SCOPE };

@@ -1,0 +1,153 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+
+/** How a tool touches the world. Only `mutation` and `job` go through the ledger. */
+export type ToolKind = 'read' | 'mutation' | 'job';
+
+/** Every decision a call can end in. Shared by reports, spans, logs and metrics. */
+export type Outcome = 'executed' | 'replayed' | 'failed' | 'conflict' | 'in_progress' | 'rejected';
+
+export type RejectedReason = 'key_required' | 'key_invalid' | 'input_invalid';
+
+/**
+ * The whole database surface tool-ledger needs. `pg.Pool`, `pg.Client`, `PGlite` and PGlite transactions all
+ * satisfy it structurally, so callers bring their own driver version.
+ */
+export interface Queryable {
+  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+/** Who is calling and which intent the call carries. */
+export interface CallContext {
+  /** Idempotency key naming the intent (not the transport attempt). Required for mutations and jobs. */
+  readonly key?: string | undefined;
+  /**
+   * Tenant that scopes the key.
+   * @default 'default'
+   */
+  readonly tenant?: string | undefined;
+  /** End user on whose behalf the call runs. A key reused by another user of the tenant is refused. */
+  readonly user?: string | undefined;
+  /** The model's tool call id, recorded in telemetry. */
+  readonly toolCallId?: string | undefined;
+  /** Aborts waiting for a parallel duplicate (not a running handler). */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** What a handler receives besides its validated input. */
+export interface HandlerContext {
+  readonly tool: string;
+  readonly tenant: string;
+  readonly key: string | undefined;
+  readonly user: string | undefined;
+  readonly toolCallId: string | undefined;
+  /** 1 for the first execution of a key, higher after a retryable failure or a lease takeover. */
+  readonly attempt: number;
+  /** For jobs: the job id returned to callers. */
+  readonly jobId: string | undefined;
+  /**
+   * Aborted when this execution lost its lease (another process took over) or the ledger is closing.
+   * Long handlers should pass it to their I/O.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * With `transactional: true`: the client of the transaction that holds the claim. Writes made through it
+   * commit together with the ledger completion, or not at all.
+   */
+  readonly db: Queryable | undefined;
+  /** Extends the lease now. Leases are also renewed automatically every `leaseSeconds / 3`. */
+  renewLease(): Promise<void>;
+}
+
+export type ToolHandler<TInput, TOutput> = (input: TInput, ctx: HandlerContext) => TOutput | Promise<TOutput>;
+
+/** Options of one tool, passed to `ledger.tool()`. */
+export interface ToolOptions<TSchema extends StandardSchemaV1 | undefined, TOutput> {
+  /** Tool name; scopes keys together with the tenant. */
+  readonly name: string;
+  readonly kind: ToolKind;
+  readonly description?: string;
+  readonly title?: string;
+  /** Any Standard Schema validator (zod 4, valibot, arktype). Runs before the ledger is touched. */
+  readonly input?: TSchema;
+  readonly handler: ToolHandler<InputOf<TSchema>, TOutput>;
+  /**
+   * Dotted paths of input fields left out of the parameter hash, such as `requestedAt` or `meta.traceparent`.
+   * @default []
+   */
+  readonly volatileFields?: readonly string[];
+  /**
+   * Run the handler inside the transaction that completes the ledger row, and give it that client as `ctx.db`.
+   * @default false
+   */
+  readonly transactional?: boolean;
+  /**
+   * Whether the tool's effect is destructive (used for MCP annotations).
+   * @default false
+   */
+  readonly destructive?: boolean;
+  /**
+   * Decides whether an error the handler threw is final (stored and replayed) rather than retryable.
+   * A thrown `ToolFailure` decides for itself.
+   * @default () => false
+   */
+  readonly isFinalError?: (error: unknown) => boolean;
+  /**
+   * For jobs: when a retry finds the job's lease lapsed (its worker died), start the work again under the same
+   * job id. When false, the retry reports the job as `abandoned`.
+   * @default true
+   */
+  readonly resumeAbandoned?: boolean;
+  /** Per-tool override of the ledger's `leaseSeconds`. */
+  readonly leaseSeconds?: number;
+  /** Per-tool override of the ledger's `waitSeconds`. */
+  readonly waitSeconds?: number;
+  /** Per-tool override of the ledger's `ttlSeconds`. */
+  readonly ttlSeconds?: number;
+}
+
+export type InputOf<TSchema> = TSchema extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<TSchema> : unknown;
+export type CallInputOf<TSchema> = TSchema extends StandardSchemaV1 ? StandardSchemaV1.InferInput<TSchema> : unknown;
+
+export type JobState = 'running' | 'succeeded' | 'failed' | 'abandoned';
+
+/** What a job call returns: at once on the first call, and the current state on every retry. */
+export interface JobStatus<TResult = unknown> {
+  readonly jobId: string;
+  readonly status: JobState;
+  readonly attempt: number;
+  /** The final result once `status` is `succeeded`. */
+  readonly result?: TResult;
+  /** The stored failure once `status` is `failed`. */
+  readonly error?: StoredError;
+}
+
+/** A failure as the ledger stores it: JSON, replayable, scrubbed of stacks. */
+export interface StoredError {
+  readonly name: string;
+  readonly code: string;
+  readonly message: string;
+  readonly final: boolean;
+  readonly reason?: string;
+  readonly details?: unknown;
+}
+
+/** What `invoke` returns: the value plus how it was obtained. */
+export interface InvokeReport<TValue> {
+  readonly outcome: 'executed' | 'replayed';
+  readonly value: TValue;
+  readonly tool: string;
+  readonly kind: ToolKind;
+  readonly tenant: string;
+  readonly key: string | undefined;
+  /** SHA-256 of the canonical input; undefined for read tools. */
+  readonly paramsHash: string | undefined;
+  /** Attempt number of the execution whose value this is (0 for read tools). */
+  readonly attempt: number;
+  /** Milliseconds this call waited for a parallel duplicate to finish. */
+  readonly waitedMs: number;
+  /** When the execution that produced `value` completed. */
+  readonly completedAt: Date | undefined;
+  readonly jobId: string | undefined;
+  /** Trace and span of the original execution, when it was traced. */
+  readonly originalSpan: { readonly traceId: string; readonly spanId: string } | undefined;
+}

@@ -1,0 +1,97 @@
+import { quoteIdent, runsTable } from './sql.js';
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly up: (schema: string) => string;
+}
+
+/** Ordered and append-only: a shipped migration is never edited, only followed by a new one. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'tool_runs',
+    up: (schema) => {
+      const t = runsTable(schema);
+      return `CREATE TABLE ${t} (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  tenant_id text NOT NULL,
+  tool_name text NOT NULL,
+  idempotency_key text NOT NULL,
+  user_id text,
+  parameter_hash text NOT NULL,
+  status text NOT NULL CHECK (status IN ('in_progress', 'succeeded', 'failed')),
+  final boolean NOT NULL DEFAULT false,
+  attempt integer NOT NULL DEFAULT 1 CHECK (attempt >= 1),
+  lease_owner text,
+  lease_expires_at timestamptz,
+  result_json jsonb,
+  error_json jsonb,
+  job_id text,
+  trace_id text,
+  span_id text,
+  conflict_count integer NOT NULL DEFAULT 0,
+  last_conflict_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  started_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  completed_at timestamptz,
+  expires_at timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX tool_runs_key_idx ON ${t} (tenant_id, tool_name, idempotency_key);
+CREATE INDEX tool_runs_expires_idx ON ${t} (expires_at);
+CREATE INDEX tool_runs_job_idx ON ${t} (tenant_id, tool_name, job_id) WHERE job_id IS NOT NULL;
+CREATE INDEX tool_runs_in_progress_idx ON ${t} (lease_expires_at) WHERE status = 'in_progress';
+COMMENT ON TABLE ${t} IS 'tool-ledger: one row per (tenant, tool, idempotency key)';`;
+    },
+  },
+];
+
+export const LATEST_VERSION = MIGRATIONS.at(-1)!.version;
+
+export function versionTable(schema: string): string {
+  return `${quoteIdent(schema)}.tool_ledger_migrations`;
+}
+
+// Any stable constant; the second lock argument is the schema, so ledgers in different schemas don't wait on
+// each other.
+const LOCK_CLASS = 0x7710;
+
+/** Statements run, in order and inside one transaction, before any migration. */
+export function migrationPreludeSql(schema: string): string[] {
+  return [
+    `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${quoteLiteral(schema)}))`,
+    `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`,
+    `CREATE TABLE IF NOT EXISTS ${versionTable(schema)} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  ];
+}
+
+export function quoteLiteral(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+/**
+ * The complete migration script, as a DBA would apply it by hand (`tool-ledger migrate --print-sql`).
+ * Idempotent: it skips versions already recorded.
+ */
+export function migrationScript(schema: string, fromVersion = 0): string {
+  const parts = ['BEGIN;', ...migrationPreludeSql(schema).map((s) => `${s};`)];
+  for (const migration of MIGRATIONS) {
+    if (migration.version <= fromVersion) continue;
+    parts.push(
+      `-- ${migration.version}: ${migration.name}`,
+      `DO $tool_ledger$ BEGIN
+IF NOT EXISTS (SELECT 1 FROM ${versionTable(schema)} WHERE version = ${migration.version}) THEN
+${migration
+  .up(schema)
+  .split(';\n')
+  .map((s) => `  EXECUTE ${quoteLiteral(s.trim().replace(/;$/, ''))};`)
+  .join('\n')}
+  INSERT INTO ${versionTable(schema)} (version, name) VALUES (${migration.version}, ${quoteLiteral(migration.name)});
+END IF;
+END $tool_ledger$;`,
+    );
+  }
+  parts.push('COMMIT;');
+  return parts.join('\n');
+}

@@ -1,0 +1,128 @@
+/**
+ * Every statement tool-ledger runs, as small functions of the schema. Identifiers are quoted here and nowhere
+ * else; values always travel as parameters.
+ */
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
+
+export function isValidSchemaName(schema: string): boolean {
+  return IDENTIFIER.test(schema);
+}
+
+export function quoteIdent(identifier: string): string {
+  return `"${identifier.replaceAll('"', '""')}"`;
+}
+
+export function runsTable(schema: string): string {
+  return `${quoteIdent(schema)}.tool_runs`;
+}
+
+/** Columns every read returns, in the shape `RunRow` expects. */
+const RUN_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, final,
+  attempt, lease_owner, lease_expires_at, result_json, error_json, job_id, trace_id, span_id, conflict_count,
+  created_at, started_at, completed_at, expires_at`;
+
+const EXPIRED = (alias: string) =>
+  `(${alias}.expires_at <= now() AND NOT (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at > now()))`;
+
+/**
+ * The claim: one atomic statement that inserts a fresh run, or takes over an expired row, a retryable failure or
+ * a lapsed lease, or else returns the row as it stands. The `attempt` match fences concurrent takeovers.
+ *
+ * $1 tenant, $2 tool, $3 key, $4 user, $5 parameter hash, $6 lease owner, $7 lease seconds, $8 ttl seconds,
+ * $9 trace id, $10 span id, $11 job id for a new run, $12 whether a lapsed lease may be taken over.
+ */
+export function claimSql(schema: string): string {
+  const t = runsTable(schema);
+  return `WITH existing AS (
+  SELECT * FROM ${t} WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text
+), inserted AS (
+  INSERT INTO ${t} AS r (tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, attempt,
+    lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at)
+  SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 'in_progress', 1,
+    $6::text, now() + make_interval(secs => $7::float8), $11::text, $9::text, $10::text,
+    now() + make_interval(secs => $8::float8)
+  WHERE NOT EXISTS (SELECT 1 FROM existing)
+  ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING
+  RETURNING r.*
+), taken AS (
+  UPDATE ${t} AS r SET
+    attempt = CASE WHEN ${EXPIRED('e')} THEN 1 ELSE r.attempt + 1 END,
+    job_id = CASE WHEN ${EXPIRED('e')} THEN $11::text ELSE coalesce(r.job_id, $11::text) END,
+    created_at = CASE WHEN ${EXPIRED('e')} THEN now() ELSE r.created_at END,
+    conflict_count = CASE WHEN ${EXPIRED('e')} THEN 0 ELSE r.conflict_count END,
+    last_conflict_at = CASE WHEN ${EXPIRED('e')} THEN NULL ELSE r.last_conflict_at END,
+    user_id = $4::text, parameter_hash = $5::text, status = 'in_progress', final = false,
+    lease_owner = $6::text, lease_expires_at = now() + make_interval(secs => $7::float8),
+    result_json = NULL, error_json = NULL, trace_id = $9::text, span_id = $10::text,
+    started_at = now(), updated_at = now(), completed_at = NULL,
+    expires_at = now() + make_interval(secs => $8::float8)
+  FROM existing e
+  WHERE r.id = e.id AND r.attempt = e.attempt AND r.status = e.status AND (
+    ${EXPIRED('r')}
+    OR (r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text AND (
+      (r.status = 'failed' AND NOT r.final)
+      OR (r.status = 'in_progress' AND r.lease_expires_at <= now() AND $12::boolean)
+    ))
+  )
+  RETURNING r.*
+)
+SELECT 'inserted' AS claim, ${RUN_COLUMNS}, now() AS db_now FROM inserted
+UNION ALL
+SELECT 'taken' AS claim, ${RUN_COLUMNS}, now() AS db_now FROM taken
+UNION ALL
+SELECT 'existing' AS claim, ${RUN_COLUMNS}, now() AS db_now FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
+}
+
+/**
+ * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
+ * every waiter. $1 id, $2 attempt, $3 lease owner, $4 status, $5 final, $6 result json, $7 error json,
+ * $8 ttl seconds, $9 notify channel.
+ */
+export function completeSql(schema: string): string {
+  return `WITH done AS (
+  UPDATE ${runsTable(schema)} SET status = $4::text, final = $5::boolean, result_json = $6::jsonb,
+    error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
+    expires_at = now() + make_interval(secs => $8::float8)
+  WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+  RETURNING id, completed_at
+)
+SELECT id::text AS id, completed_at, pg_notify($9::text, id::text) AS notified FROM done`;
+}
+
+/** Extends a lease, fenced like the completion. $1 id, $2 attempt, $3 owner, $4 lease seconds. */
+export function renewLeaseSql(schema: string): string {
+  return `UPDATE ${runsTable(schema)} SET lease_expires_at = now() + make_interval(secs => $4::float8), updated_at = now()
+WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+RETURNING lease_expires_at`;
+}
+
+/** Counts a refused reuse of a key, for the support explorer. $1 id. */
+export function recordConflictSql(schema: string): string {
+  return `UPDATE ${runsTable(schema)} SET conflict_count = conflict_count + 1, last_conflict_at = now() WHERE id = $1::bigint`;
+}
+
+/** A job by id, within its tenant and tool. $1 tenant, $2 tool, $3 job id. */
+export function findJobSql(schema: string): string {
+  return `SELECT ${RUN_COLUMNS}, now() AS db_now FROM ${runsTable(schema)}
+WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
+}
+
+/** One run by its full key. $1 tenant, $2 tool, $3 key. */
+export function findRunSql(schema: string): string {
+  return `SELECT ${RUN_COLUMNS}, now() AS db_now FROM ${runsTable(schema)}
+WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text`;
+}
+
+/** Deletes one batch of expired rows, skipping rows another purger holds. $1 batch size. */
+export function purgeExpiredBatchSql(schema: string): string {
+  const t = runsTable(schema);
+  return `DELETE FROM ${t} WHERE id IN (
+  SELECT id FROM ${t} r WHERE ${EXPIRED('r')} ORDER BY expires_at LIMIT $1::integer FOR UPDATE SKIP LOCKED
+)`;
+}
+
+/** Counts expired rows (for dry runs and progress). */
+export function countExpiredSql(schema: string): string {
+  return `SELECT count(*)::bigint::text AS count FROM ${runsTable(schema)} r WHERE ${EXPIRED('r')}`;
+}

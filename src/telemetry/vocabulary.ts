@@ -1,0 +1,76 @@
+/**
+ * The telemetry contract: every span, attribute, metric and log name tool-ledger emits. Dashboards, alerts and
+ * docs/telemetry.md are written against these names, so they change only with a major version.
+ *
+ * `gen_ai.*` names follow the OpenTelemetry GenAI semantic conventions, which are still experimental; they are
+ * copied here as literals rather than imported from the incubating semconv entry point.
+ */
+
+export const SPAN_NAME_PREFIX = 'execute_tool' as const;
+export const INSTRUMENTATION_SCOPE = 'tool-ledger' as const;
+
+export const ATTR = {
+  // GenAI semantic conventions (experimental)
+  GEN_AI_OPERATION_NAME: 'gen_ai.operation.name',
+  GEN_AI_TOOL_NAME: 'gen_ai.tool.name',
+  GEN_AI_TOOL_TYPE: 'gen_ai.tool.type',
+  GEN_AI_TOOL_CALL_ID: 'gen_ai.tool.call.id',
+  GEN_AI_TOOL_CALL_ARGUMENTS: 'gen_ai.tool.call.arguments',
+  GEN_AI_TOOL_CALL_RESULT: 'gen_ai.tool.call.result',
+  // Stable general conventions
+  ERROR_TYPE: 'error.type',
+  // tool-ledger's own
+  TENANT_ID: 'tool_ledger.tenant.id',
+  TOOL_KIND: 'tool_ledger.tool.kind',
+  IDEMPOTENCY_KEY: 'tool_ledger.idempotency.key',
+  IDEMPOTENCY_KEY_HASH: 'tool_ledger.idempotency.key_hash',
+  PARAMS_HASH: 'tool_ledger.idempotency.params_hash',
+  ATTEMPT: 'tool_ledger.idempotency.attempt',
+  OUTCOME: 'tool_ledger.idempotency.outcome',
+  WAITED_MS: 'tool_ledger.idempotency.waited_ms',
+  CONFLICT_REASON: 'tool_ledger.conflict.reason',
+  REJECTED_REASON: 'tool_ledger.rejected.reason',
+  JOB_ID: 'tool_ledger.job.id',
+  LINK_TYPE: 'tool_ledger.link.type',
+  LEDGER_OPERATION: 'tool_ledger.ledger.operation',
+  ERROR_CODE: 'tool_ledger.error.code',
+} as const;
+
+export const OPERATION_NAME_EXECUTE_TOOL = 'execute_tool' as const;
+export const TOOL_TYPE_FUNCTION = 'function' as const;
+export const LINK_TYPE_ORIGINAL_EXECUTION = 'original_execution' as const;
+
+export const OUTCOMES = ['executed', 'replayed', 'failed', 'conflict', 'in_progress', 'rejected'] as const;
+export const CONFLICT_REASONS = ['params_mismatch', 'user_mismatch'] as const;
+export const REJECTED_REASONS = ['key_required', 'key_invalid', 'input_invalid'] as const;
+export const LEDGER_OPERATIONS = ['claim', 'complete', 'lookup'] as const;
+
+export const METRIC = {
+  TOOL_CALLS: 'tool_ledger.tool.calls',
+  EXECUTE_TOOL_DURATION: 'gen_ai.execute_tool.duration',
+  WAIT_DURATION: 'tool_ledger.wait.duration',
+  LEDGER_OPERATION_DURATION: 'tool_ledger.ledger.operation.duration',
+  RUNS_IN_FLIGHT: 'tool_ledger.runs.in_flight',
+} as const;
+
+/**
+ * The names these metrics take in Prometheus (OTLP or @opentelemetry/exporter-prometheus, unit suffixes on).
+ * Asserted against a real export in the tests.
+ */
+export const PROMETHEUS_METRIC = {
+  TOOL_CALLS: 'tool_ledger_tool_calls_total',
+  EXECUTE_TOOL_DURATION: 'gen_ai_execute_tool_duration_seconds',
+  WAIT_DURATION: 'tool_ledger_wait_duration_seconds',
+  LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration_seconds',
+  RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
+} as const;
+
+export const LOG_EVENT_NAME = 'tool_ledger.decision' as const;
+
+/** Histogram bucket advice in seconds: tool calls range from sub-millisecond replays to minutes-long jobs. */
+export const DURATION_BUCKETS_SECONDS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+] as const;
+
+/** Environment variable holding the HMAC secret for hashed keys. */
+export const KEY_HASH_SECRET_ENV = 'TOOL_LEDGER_KEY_HASH_SECRET' as const;
