@@ -1,0 +1,145 @@
+import { ToolLedgerError } from './contract/errors.js';
+import type { PgPoolLike } from './ledger/drivers/pg.js';
+import type { PGliteLike } from './ledger/drivers/pglite.js';
+import { isValidSchemaName } from './ledger/sql.js';
+import type { TelemetryOptions } from './telemetry/options.js';
+
+/** Options of `createLedger`. Pick at most one of `connectionString`, `pool` and `pglite`. */
+export interface LedgerOptions {
+  /** A Postgres connection string; tool-ledger opens (and closes) its own `pg.Pool`. */
+  readonly connectionString?: string;
+  /** A `pg.Pool` you own; `close()` leaves it open. One client is held for LISTEN while calls wait. */
+  readonly pool?: PgPoolLike;
+  /**
+   * A PGlite instance you own, or a PGlite data directory (`memory://` or a path) that tool-ledger opens.
+   * With no database option at all: `DATABASE_URL` when set, otherwise an in-memory PGlite.
+   */
+  readonly pglite?: PGliteLike | string;
+  /**
+   * Postgres schema holding the ledger tables.
+   * @default 'tool_ledger'
+   */
+  readonly schema?: string;
+  /**
+   * How long a completed run is remembered, counted from its completion. Past it the key counts as new.
+   * @default 86400
+   */
+  readonly ttlSeconds?: number;
+  /**
+   * How long a claim holds a key without renewal. Handlers renew it every `leaseSeconds / 3`; when the owner dies,
+   * another caller takes over after this long.
+   * @default 30
+   */
+  readonly leaseSeconds?: number;
+  /**
+   * How long a duplicate waits for a parallel first execution before `IN_PROGRESS`. 0 rejects at once.
+   * @default 10
+   */
+  readonly waitSeconds?: number;
+  /**
+   * Apply pending migrations in `createLedger` (under an advisory lock, safe with many processes starting at once).
+   * Set false when a DBA applies `migrationSql()` by hand.
+   * @default true
+   */
+  readonly migrate?: boolean;
+  /**
+   * Pool size when tool-ledger opens its own `pg.Pool`.
+   * @default 10
+   */
+  readonly poolSize?: number;
+  /**
+   * Connection timeout when tool-ledger opens its own `pg.Pool`; past it calls fail with `LEDGER_UNAVAILABLE`.
+   * @default 5
+   */
+  readonly connectTimeoutSeconds?: number;
+  /** OpenTelemetry options, or `false` to emit nothing. @default {} */
+  readonly telemetry?: TelemetryOptions | false;
+}
+
+export type DatabaseChoice =
+  | { readonly kind: 'connectionString'; readonly connectionString: string }
+  | { readonly kind: 'pool'; readonly pool: PgPoolLike }
+  | { readonly kind: 'pglite'; readonly pglite: PGliteLike | string | undefined };
+
+export interface ResolvedConfig {
+  readonly database: DatabaseChoice;
+  readonly schema: string;
+  readonly ttlSeconds: number;
+  readonly leaseSeconds: number;
+  readonly waitSeconds: number;
+  readonly migrate: boolean;
+  readonly poolSize: number;
+  readonly connectTimeoutSeconds: number;
+  readonly telemetry: TelemetryOptions | false;
+}
+
+export const DEFAULTS = Object.freeze({
+  schema: 'tool_ledger',
+  ttlSeconds: 86_400,
+  leaseSeconds: 30,
+  waitSeconds: 10,
+  poolSize: 10,
+  connectTimeoutSeconds: 5,
+});
+
+function invalid(message: string): ToolLedgerError {
+  return new ToolLedgerError('CONFIG_INVALID', message);
+}
+
+export function checkSeconds(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
+    throw invalid(`${name} must be a finite number of seconds >= ${min}, got ${String(value)}.`);
+  }
+  return value;
+}
+
+/** Resolves every default in one place and freezes the result. */
+export function resolveConfig(options: LedgerOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
+  const given = (['connectionString', 'pool', 'pglite'] as const).filter((k) => options[k] !== undefined);
+  if (given.length > 1) {
+    throw invalid(`Pass only one of connectionString, pool and pglite (got ${given.join(' and ')}).`);
+  }
+  let database: DatabaseChoice;
+  if (options.connectionString !== undefined) {
+    if (typeof options.connectionString !== 'string' || options.connectionString === '') {
+      throw invalid('connectionString must be a non-empty Postgres URL such as postgres://user@host:5432/db.');
+    }
+    database = { kind: 'connectionString', connectionString: options.connectionString };
+  } else if (options.pool !== undefined) {
+    database = { kind: 'pool', pool: options.pool };
+  } else if (options.pglite !== undefined) {
+    database = { kind: 'pglite', pglite: options.pglite };
+  } else if (env.DATABASE_URL) {
+    database = { kind: 'connectionString', connectionString: env.DATABASE_URL };
+  } else {
+    database = { kind: 'pglite', pglite: undefined };
+  }
+
+  const schema = options.schema ?? DEFAULTS.schema;
+  if (typeof schema !== 'string' || !isValidSchemaName(schema)) {
+    throw invalid(
+      `schema ${JSON.stringify(schema)} is not a plain Postgres identifier; use letters, digits, _ and $, starting with a letter or _, at most 63 characters.`,
+    );
+  }
+  const leaseSeconds = checkSeconds('leaseSeconds', options.leaseSeconds, DEFAULTS.leaseSeconds, 0.05);
+  const poolSize = options.poolSize ?? DEFAULTS.poolSize;
+  if (!Number.isInteger(poolSize) || poolSize < 1) throw invalid(`poolSize must be a positive integer, got ${poolSize}.`);
+
+  return Object.freeze({
+    database,
+    schema,
+    ttlSeconds: checkSeconds('ttlSeconds', options.ttlSeconds, DEFAULTS.ttlSeconds, 0),
+    leaseSeconds,
+    waitSeconds: checkSeconds('waitSeconds', options.waitSeconds, DEFAULTS.waitSeconds, 0),
+    migrate: options.migrate ?? true,
+    poolSize,
+    connectTimeoutSeconds: checkSeconds(
+      'connectTimeoutSeconds',
+      options.connectTimeoutSeconds,
+      DEFAULTS.connectTimeoutSeconds,
+      0,
+    ),
+    telemetry: options.telemetry ?? {},
+  });
+}

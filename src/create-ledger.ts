@@ -1,0 +1,125 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { type LedgerOptions, type ResolvedConfig, resolveConfig } from './config.js';
+import { ToolLedgerError } from './contract/errors.js';
+import { noopObserver } from './contract/observer.js';
+import type { CallInputOf, JobStatus, ToolOptions } from './contract/types.js';
+import type { Driver } from './ledger/driver.js';
+import { pgDriver, type PgPoolLike } from './ledger/drivers/pg.js';
+import { openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
+import { applyMigrations } from './ledger/migrate.js';
+import { migrationScript } from './ledger/migrations.js';
+import { CompletionNotifier } from './ledger/notifier.js';
+import { LedgerStore } from './ledger/store.js';
+import { LedgerRuntime } from './middleware/runtime.js';
+import { createTool, type LedgerTool } from './middleware/tool.js';
+import { createOtelObserver } from './telemetry/observer.js';
+
+export interface PurgeOptions {
+  /**
+   * Rows deleted per statement; small batches keep locks short on large tables.
+   * @default 1000
+   */
+  readonly batchSize?: number;
+  /** Called after each batch with the running total. */
+  readonly onProgress?: (deletedSoFar: number) => void;
+}
+
+export interface Ledger {
+  /** The resolved, frozen configuration. */
+  readonly config: ResolvedConfig;
+  /** Wraps a handler. Mutations and jobs go through the ledger; read tools only get telemetry. */
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput> & { readonly kind: 'job' },
+  ): LedgerTool<CallInputOf<TSchema>, JobStatus<TOutput>>;
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput>,
+  ): LedgerTool<CallInputOf<TSchema>, TOutput>;
+  /** Deletes rows past their TTL, in batches. Returns how many rows went. */
+  purgeExpired(options?: PurgeOptions): Promise<number>;
+  /** The migration SQL for this ledger's schema, for DBAs who apply it by hand. */
+  migrationSql(): string;
+  /** Waits for calls and background jobs in flight, then closes what the ledger opened. */
+  close(): Promise<void>;
+}
+
+async function openDriver(config: ResolvedConfig): Promise<Driver> {
+  const db = config.database;
+  try {
+    switch (db.kind) {
+      case 'pool':
+        return pgDriver(db.pool, false);
+      case 'connectionString': {
+        const pg = await import('pg');
+        const Pool = pg.default?.Pool ?? (pg as unknown as { Pool: typeof pg.default.Pool }).Pool;
+        const pool = new Pool({
+          connectionString: db.connectionString,
+          max: config.poolSize,
+          connectionTimeoutMillis: config.connectTimeoutSeconds * 1000,
+        });
+        // An idle client's error (server restart) must not crash the process; the next query reports it.
+        pool.on('error', () => {});
+        return pgDriver(pool as unknown as PgPoolLike, true);
+      }
+      case 'pglite':
+        if (db.pglite === undefined || typeof db.pglite === 'string') {
+          return pgliteDriver(await openPGlite(db.pglite), true);
+        }
+        return pgliteDriver(db.pglite, false);
+    }
+  } catch (error) {
+    throw new ToolLedgerError(
+      'LEDGER_UNAVAILABLE',
+      `Could not open the ledger database (${db.kind}): ${error instanceof Error ? error.message : String(error)}.`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Opens a ledger: connects, applies pending migrations (unless `migrate: false`) and returns the tool factory.
+ */
+export async function createLedger(options: LedgerOptions = {}): Promise<Ledger> {
+  const config = resolveConfig(options);
+  const driver = await openDriver(config);
+  try {
+    if (config.migrate) await applyMigrations(driver, config.schema);
+  } catch (error) {
+    await driver.close().catch(() => {});
+    throw error;
+  }
+  const store = new LedgerStore(driver, config.schema);
+  const notifier = new CompletionNotifier(store);
+  const observer = config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry);
+  const runtime = new LedgerRuntime(config, store, notifier, observer);
+  let closing: Promise<void> | undefined;
+
+  const ledger: Ledger = {
+    config,
+    tool: ((definition: ToolOptions<StandardSchemaV1 | undefined, unknown>) => {
+      runtime.assertOpen(definition?.name ?? 'tool');
+      return createTool(runtime, definition);
+    }) as Ledger['tool'],
+    async purgeExpired({ batchSize = 1000, onProgress } = {}) {
+      if (!Number.isInteger(batchSize) || batchSize < 1) {
+        throw new ToolLedgerError('CONFIG_INVALID', `batchSize must be a positive integer, got ${batchSize}.`);
+      }
+      let total = 0;
+      for (;;) {
+        const deleted = await store.purgeBatch(batchSize);
+        total += deleted;
+        if (deleted > 0) onProgress?.(total);
+        if (deleted < batchSize) return total;
+      }
+    },
+    migrationSql: () => migrationScript(config.schema),
+    close() {
+      closing ??= (async () => {
+        await runtime.drain();
+        await notifier.close();
+        await driver.close();
+      })();
+      return closing;
+    },
+  };
+  return Object.freeze(ledger);
+}

@@ -1,0 +1,13 @@
+import type { Queryable } from '../contract/types.js';
+
+/**
+ * What the ledger needs from a database, beyond `query`: a transaction for transactional tools and for migrations,
+ * and notifications so waiters sleep instead of polling.
+ */
+export interface Driver extends Queryable {
+  readonly kind: 'pg' | 'pglite';
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Subscribes to a notification channel. Resolves to an unsubscribe function. */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}

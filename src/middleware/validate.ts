@@ -1,0 +1,38 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { ToolLedgerError, type ValidationIssue } from '../contract/errors.js';
+
+function toIssue(issue: StandardSchemaV1.Issue): ValidationIssue {
+  const path = issue.path?.map((segment) =>
+    String(typeof segment === 'object' && segment !== null ? segment.key : segment),
+  );
+  return path && path.length > 0 ? { message: issue.message, path } : { message: issue.message };
+}
+
+function describe(issues: readonly ValidationIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((i) => (i.path ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ');
+}
+
+/** Runs a Standard Schema validator. Nothing touches the ledger before this passes. */
+export async function validateInput(schema: StandardSchemaV1 | undefined, input: unknown, tool: string): Promise<unknown> {
+  if (!schema) return input;
+  let result: StandardSchemaV1.Result<unknown>;
+  try {
+    result = await schema['~standard'].validate(input);
+  } catch (error) {
+    throw new ToolLedgerError('INPUT_INVALID', `The input validator of tool "${tool}" threw: ${String(error)}. Nothing was saved.`, {
+      cause: error,
+    });
+  }
+  if (result.issues) {
+    const issues = result.issues.map(toIssue);
+    throw new ToolLedgerError(
+      'INPUT_INVALID',
+      `Invalid input for tool "${tool}": ${describe(issues)}. Nothing was saved; fix the arguments and call again (a new key is not needed).`,
+      { issues },
+    );
+  }
+  return result.value;
+}
