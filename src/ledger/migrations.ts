@@ -25,7 +25,7 @@ export const MIGRATIONS: readonly Migration[] = [
   attempt integer NOT NULL DEFAULT 1 CHECK (attempt >= 1),
   lease_owner text,
   lease_expires_at timestamptz,
-  result_json jsonb,
+  result_json json,
   error_json jsonb,
   job_id text,
   trace_id text,

@@ -81,7 +81,7 @@ SELECT 'existing' AS claim, ${RUN_COLUMNS}, now() AS db_now FROM existing WHERE 
  */
 export function completeSql(schema: string): string {
   return `WITH done AS (
-  UPDATE ${runsTable(schema)} SET status = $4::text, final = $5::boolean, result_json = $6::jsonb,
+  UPDATE ${runsTable(schema)} SET status = $4::text, final = $5::boolean, result_json = $6::json,
     error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
     expires_at = now() + make_interval(secs => $8::float8)
   WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'

@@ -1,0 +1,378 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ToolFailure, ToolLedgerError } from '../../src/index.js';
+import { backends } from '../support/db.js';
+
+async function rejection(promise: Promise<unknown>): Promise<ToolLedgerError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ToolLedgerError);
+  return error as ToolLedgerError;
+}
+
+const invoiceInput = z.object({ customer: z.string(), amountCents: z.number().int().positive() });
+
+describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
+  const backend = makeBackend();
+
+  async function invoiceSetup(options: Parameters<typeof backend.open>[0] = {}) {
+    const ledger = await backend.open(options);
+    const executions: unknown[] = [];
+    const tool = ledger.tool({
+      name: 'create_invoice',
+      kind: 'mutation',
+      input: invoiceInput,
+      handler: async (input) => {
+        executions.push(input);
+        return { invoiceId: `inv_${executions.length}`, ...input };
+      },
+    });
+    const rows = (key: string) =>
+      backend.sql<Record<string, unknown>>(
+        `SELECT * FROM "${ledger.schema}".tool_runs WHERE idempotency_key = $1`,
+        [key],
+      );
+    return { ledger, tool, executions, rows };
+  }
+
+  it('executes a first valid key once and persists its result', async () => {
+    const { tool, executions, rows } = await invoiceSetup();
+    const report = await tool.invoke({ customer: 'c_1', amountCents: 4500 }, { key: 'k-first', tenant: 'acme' });
+    expect(report).toMatchObject({ outcome: 'executed', attempt: 1, tenant: 'acme', waitedMs: 0 });
+    expect(report.value).toEqual({ invoiceId: 'inv_1', customer: 'c_1', amountCents: 4500 });
+    expect(report.paramsHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(executions).toHaveLength(1);
+    const [row] = await rows('k-first');
+    expect(row).toMatchObject({ status: 'succeeded', attempt: 1, tenant_id: 'acme', tool_name: 'create_invoice' });
+    expect(row?.result_json).toEqual(report.value);
+    expect(row?.parameter_hash).toBe(report.paramsHash);
+  });
+
+  it('returns the original result for the same key and parameters, in any key order', async () => {
+    const { tool, executions } = await invoiceSetup();
+    const first = await tool.invoke({ customer: 'c_1', amountCents: 10 }, { key: 'k-replay' });
+    const again = await tool.invoke({ amountCents: 10, customer: 'c_1' }, { key: 'k-replay' });
+    expect(again.outcome).toBe('replayed');
+    expect(again.value).toEqual(first.value);
+    expect(again.attempt).toBe(1);
+    expect(again.completedAt?.getTime()).toBe(first.completedAt?.getTime());
+    expect(await tool.call({ customer: 'c_1', amountCents: 10 }, { key: 'k-replay' })).toEqual(first.value);
+    expect(executions).toHaveLength(1);
+  });
+
+  it('rejects the same key with different parameters as KEY_REUSED and keeps the original', async () => {
+    const { tool, executions, rows } = await invoiceSetup();
+    const first = await tool.call({ customer: 'c_1', amountCents: 10 }, { key: 'k-conflict' });
+    const error = await rejection(tool.call({ customer: 'c_1', amountCents: 11 }, { key: 'k-conflict' }));
+    expect(error).toMatchObject({ code: 'KEY_REUSED', retryable: false, conflictReason: 'params_mismatch' });
+    expect(error.message).toMatch(/new key/);
+    expect(executions).toHaveLength(1);
+    const [row] = await rows('k-conflict');
+    expect(row).toMatchObject({ status: 'succeeded', conflict_count: 1 });
+    expect(row?.result_json).toEqual(first);
+  });
+
+  it('rejects a key reused by another user of the tenant', async () => {
+    const { tool } = await invoiceSetup();
+    await tool.call({ customer: 'c_1', amountCents: 10 }, { key: 'k-user', tenant: 't', user: 'alice' });
+    const error = await rejection(
+      tool.call({ customer: 'c_1', amountCents: 10 }, { key: 'k-user', tenant: 't', user: 'mallory' }),
+    );
+    expect(error).toMatchObject({ code: 'KEY_REUSED', conflictReason: 'user_mismatch' });
+  });
+
+  it('saves nothing when validation fails', async () => {
+    const { tool, executions, rows } = await invoiceSetup();
+    const error = await rejection(tool.call({ customer: 'c_1', amountCents: -5 } as never, { key: 'k-invalid' }));
+    expect(error.code).toBe('INPUT_INVALID');
+    expect(error.issues?.[0]?.path).toEqual(['amountCents']);
+    expect(executions).toHaveLength(0);
+    expect(await rows('k-invalid')).toHaveLength(0);
+    // Fixing the input with the same key then executes normally.
+    expect((await tool.invoke({ customer: 'c_1', amountCents: 5 }, { key: 'k-invalid' })).outcome).toBe('executed');
+  });
+
+  it('requires a valid key for mutations and jobs, but not for read tools', async () => {
+    const { ledger, tool } = await invoiceSetup();
+    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }))).code).toBe('KEY_REQUIRED');
+    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: '' }))).code).toBe('KEY_INVALID');
+    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: 'x'.repeat(256) }))).code).toBe(
+      'KEY_INVALID',
+    );
+    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: 'a\nb' }))).code).toBe('KEY_INVALID');
+    let reads = 0;
+    const read = ledger.tool({ name: 'get_invoice', kind: 'read', handler: () => ({ reads: ++reads }) });
+    expect(await read.call({})).toEqual({ reads: 1 });
+    expect((await read.invoke({})).outcome).toBe('executed');
+    const [{ count }] = (await backend.sql<{ count: string }>(
+      `SELECT count(*)::text AS count FROM "${ledger.schema}".tool_runs WHERE tool_name = 'get_invoice'`,
+    )) as [{ count: string }];
+    expect(count).toBe('0');
+  });
+
+  it('keeps tenants apart and stores hostile strings verbatim', async () => {
+    const { tool, executions, rows } = await invoiceSetup();
+    const hostileKey = `'; DROP TABLE tool_runs; -- "\\ ☃ 𝄞`;
+    const a = await tool.invoke({ customer: 'c', amountCents: 1 }, { key: hostileKey, tenant: "t'a" });
+    const b = await tool.invoke({ customer: 'c', amountCents: 1 }, { key: hostileKey, tenant: 't"b' });
+    expect(a.outcome).toBe('executed');
+    expect(b.outcome).toBe('executed');
+    expect(b.value).not.toEqual(a.value);
+    // Different parameters in another tenant are not a conflict: the key space is per tenant.
+    expect((await tool.invoke({ customer: 'z', amountCents: 9 }, { key: hostileKey, tenant: 'other' })).outcome).toBe(
+      'executed',
+    );
+    expect(executions).toHaveLength(3);
+    const stored = await rows(hostileKey);
+    expect(stored.map((r) => r.tenant_id).sort()).toEqual(["t'a", 't"b', 'other'].sort());
+  });
+
+  it('leaves the key retryable after a failure and executes again with attempt + 1', async () => {
+    const ledger = await backend.open();
+    let calls = 0;
+    const tool = ledger.tool({
+      name: 'send_email',
+      kind: 'mutation',
+      handler: async () => {
+        calls++;
+        if (calls === 1) throw new Error('SMTP timeout');
+        return { sent: true };
+      },
+    });
+    await expect(tool.call({ to: 'x' }, { key: 'k-retry' })).rejects.toThrow('SMTP timeout');
+    const report = await tool.invoke({ to: 'x' }, { key: 'k-retry' });
+    expect(report).toMatchObject({ outcome: 'executed', attempt: 2, value: { sent: true } });
+    expect((await tool.invoke({ to: 'x' }, { key: 'k-retry' })).outcome).toBe('replayed');
+    expect(calls).toBe(2);
+  });
+
+  it('stores a final failure and replays it as the same error', async () => {
+    const ledger = await backend.open();
+    let calls = 0;
+    const tool = ledger.tool({
+      name: 'charge_card',
+      kind: 'mutation',
+      handler: async () => {
+        calls++;
+        throw new ToolFailure('Card declined', { reason: 'card_declined', details: { declineCode: 'insufficient_funds' } });
+      },
+    });
+    const first = await rejection(tool.call({ amount: 5 }, { key: 'k-final' }));
+    const replay = await rejection(tool.call({ amount: 5 }, { key: 'k-final' }));
+    for (const error of [first, replay]) {
+      expect(error).toBeInstanceOf(ToolFailure);
+      expect(error).toMatchObject({
+        code: 'TOOL_FAILED',
+        message: 'Card declined',
+        reason: 'card_declined',
+        details: { declineCode: 'insufficient_funds' },
+        final: true,
+        retryable: false,
+      });
+    }
+    expect((replay as ToolFailure).replayed).toBe(true);
+    expect(calls).toBe(1);
+  });
+
+  it('treats rows past their TTL as absent, and purges them in batches', async () => {
+    const ledger = await backend.open({ ttlSeconds: 0.3 });
+    let calls = 0;
+    const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => ++calls });
+    for (const key of ['a', 'b', 'c']) await tool.call({}, { key });
+    expect((await tool.invoke({}, { key: 'a' })).outcome).toBe('replayed');
+    await sleep(400);
+    const after = await tool.invoke({}, { key: 'a' });
+    expect(after).toMatchObject({ outcome: 'executed', attempt: 1 });
+    expect(calls).toBe(4);
+    await sleep(400);
+    const progress: number[] = [];
+    expect(await ledger.purgeExpired({ batchSize: 2, onProgress: (n) => progress.push(n) })).toBe(3);
+    expect(progress).toEqual([2, 3]);
+  });
+
+  it('returns the same job on retry and its final status once done', async () => {
+    const ledger = await backend.open();
+    let started = 0;
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const job = ledger.tool({
+      name: 'start_export',
+      kind: 'job',
+      handler: async () => {
+        started++;
+        await gate;
+        return { file: 'export.csv' };
+      },
+    });
+    const first = await job.call({ table: 'invoices' }, { key: 'k-job' });
+    expect(first).toMatchObject({ status: 'running', attempt: 1 });
+    expect(first.jobId).toMatch(/^job_/);
+    const retry = await job.invoke({ table: 'invoices' }, { key: 'k-job' });
+    expect(retry.outcome).toBe('replayed');
+    expect(retry.value).toMatchObject({ jobId: first.jobId, status: 'running' });
+    finish();
+    await expect.poll(async () => (await job.call({ table: 'invoices' }, { key: 'k-job' })).status).toBe('succeeded');
+    expect(await job.call({ table: 'invoices' }, { key: 'k-job' })).toEqual({
+      jobId: first.jobId,
+      status: 'succeeded',
+      attempt: 1,
+      result: { file: 'export.csv' },
+    });
+    expect(await job.getJob(first.jobId)).toMatchObject({ status: 'succeeded' });
+    expect(await job.getJob(first.jobId, { tenant: 'someone-else' })).toBeUndefined();
+    expect(started).toBe(1);
+  });
+
+  it('commits transactional writes with the completion, and rolls both back on failure', async () => {
+    const ledger = await backend.open();
+    await backend.sql(`CREATE TABLE "${ledger.schema}".invoices (id text PRIMARY KEY)`);
+    const tool = ledger.tool({
+      name: 'book_invoice',
+      kind: 'mutation',
+      transactional: true,
+      handler: async (input: unknown, ctx) => {
+        const { id, fail } = input as { id: string; fail?: boolean };
+        await ctx.db!.query(`INSERT INTO "${ledger.schema}".invoices (id) VALUES ($1)`, [id]);
+        if (fail) throw new Error('downstream refused');
+        return { id };
+      },
+    });
+    await expect(tool.call({ id: 'inv_a', fail: true }, { key: 'k-tx-fail' })).rejects.toThrow('downstream refused');
+    expect(await backend.sql(`SELECT id FROM "${ledger.schema}".invoices`)).toEqual([]);
+    const [failed] = await backend.sql(`SELECT status FROM "${ledger.schema}".tool_runs WHERE idempotency_key = 'k-tx-fail'`);
+    expect(failed).toEqual({ status: 'failed' });
+
+    expect(await tool.call({ id: 'inv_b' }, { key: 'k-tx-ok' })).toEqual({ id: 'inv_b' });
+    expect(await backend.sql(`SELECT id FROM "${ledger.schema}".invoices`)).toEqual([{ id: 'inv_b' }]);
+    expect((await tool.invoke({ id: 'inv_b' }, { key: 'k-tx-ok' })).outcome).toBe('replayed');
+  });
+
+  it('waits for a parallel first execution, or rejects with IN_PROGRESS past waitSeconds', async () => {
+    const ledger = await backend.open({ waitSeconds: 5 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const slow = ledger.tool({
+      name: 'slow',
+      kind: 'mutation',
+      handler: async () => {
+        calls++;
+        await gate;
+        return { done: true };
+      },
+    });
+    const impatient = ledger.tool({ name: 'slow', kind: 'mutation', waitSeconds: 0, handler: () => ({ never: true }) });
+    const first = slow.invoke({}, { key: 'k-wait' });
+    await expect.poll(() => calls).toBe(1);
+    const error = await rejection(impatient.call({}, { key: 'k-wait' }));
+    expect(error).toMatchObject({ code: 'IN_PROGRESS', retryable: true });
+    expect(error.retryAfterMs).toBeGreaterThan(0);
+    const waiter = slow.invoke({}, { key: 'k-wait' });
+    await sleep(150);
+    release();
+    const [a, b] = await Promise.all([first, waiter]);
+    expect(a.outcome).toBe('executed');
+    expect(b).toMatchObject({ outcome: 'replayed', value: { done: true } });
+    expect(b.waitedMs).toBeGreaterThan(0);
+    expect(calls).toBe(1);
+  });
+
+  it('serializes parallel duplicates in one process through the database', async () => {
+    const { tool, executions } = await invoiceSetup();
+    const reports = await Promise.all(
+      Array.from({ length: 25 }, () => tool.invoke({ customer: 'c', amountCents: 1 }, { key: 'k-parallel' })),
+    );
+    expect(executions).toHaveLength(1);
+    expect(reports.filter((r) => r.outcome === 'executed')).toHaveLength(1);
+    expect(new Set(reports.map((r) => JSON.stringify(r.value))).size).toBe(1);
+  });
+
+  it('takes over a lapsed lease with a higher attempt and refuses the stale owner', async () => {
+    const ledger = await backend.open();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const tool = ledger.tool({
+      name: 'deploy',
+      kind: 'mutation',
+      handler: async () => {
+        const mine = ++calls;
+        if (mine === 1) await gate;
+        return { by: mine };
+      },
+    });
+    const stale = tool.invoke({ service: 'api' }, { key: 'k-lease' });
+    await expect.poll(() => calls).toBe(1);
+    // The first owner stalls past its lease (as if its process froze).
+    await backend.sql(
+      `UPDATE "${ledger.schema}".tool_runs SET lease_expires_at = now() - interval '1 second' WHERE idempotency_key = 'k-lease'`,
+    );
+    const takeover = await tool.invoke({ service: 'api' }, { key: 'k-lease' });
+    expect(takeover).toMatchObject({ outcome: 'executed', attempt: 2, value: { by: 2 } });
+    release();
+    const staleError = await rejection(stale);
+    expect(staleError).toMatchObject({ code: 'LEASE_LOST', retryable: true });
+    const replay = await tool.invoke({ service: 'api' }, { key: 'k-lease' });
+    expect(replay).toMatchObject({ outcome: 'replayed', attempt: 2, value: { by: 2 } });
+  });
+
+  it('leaves volatile fields out of the parameter hash', async () => {
+    const ledger = await backend.open();
+    let calls = 0;
+    const tool = ledger.tool({
+      name: 'notify',
+      kind: 'mutation',
+      volatileFields: ['requestedAt', 'meta.traceparent'],
+      handler: () => ++calls,
+    });
+    await tool.call({ to: 'u1', requestedAt: 1, meta: { traceparent: 'a', region: 'eu' } }, { key: 'k-vol' });
+    const again = await tool.invoke(
+      { to: 'u1', requestedAt: 2, meta: { traceparent: 'b', region: 'eu' } },
+      { key: 'k-vol' },
+    );
+    expect(again.outcome).toBe('replayed');
+    const changed = await rejection(
+      tool.call({ to: 'u1', requestedAt: 2, meta: { traceparent: 'b', region: 'us' } }, { key: 'k-vol' }),
+    );
+    expect(changed.code).toBe('KEY_REUSED');
+  });
+
+  it('refuses non-JSON inputs without saving, and non-JSON results with a documented error', async () => {
+    const ledger = await backend.open();
+    let calls = 0;
+    const tool = ledger.tool({
+      name: 'weird',
+      kind: 'mutation',
+      handler: (input: unknown) => {
+        calls++;
+        return (input as { result: unknown }).result;
+      },
+    });
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    for (const bad of [{ n: 10n }, { f: () => 1 }, circular, { x: Number.NaN }]) {
+      expect((await rejection(tool.call(bad, { key: 'k-bad-input' }))).code).toBe('INPUT_INVALID');
+    }
+    expect(calls).toBe(0);
+    const rows = () => backend.sql(`SELECT status, final, error_json FROM "${ledger.schema}".tool_runs`);
+    expect(await rows()).toEqual([]);
+
+    const weirdResult = ledger.tool({ name: 'weird_result', kind: 'mutation', handler: () => ({ big: 10n }) });
+    const error = await rejection(weirdResult.call({}, { key: 'k-bad-result' }));
+    expect(error).toMatchObject({ code: 'RESULT_INVALID', retryable: false });
+    const [row] = await rows();
+    expect(row).toMatchObject({ status: 'failed', final: true });
+    // The side effect ran once; a retry must not repeat it, and says why.
+    const replay = await rejection(weirdResult.call({}, { key: 'k-bad-result' }));
+    expect(replay.message).toMatch(/cannot be stored as JSON/);
+  });
+});
