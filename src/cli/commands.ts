@@ -1,0 +1,464 @@
+import pg from 'pg';
+import { type PgPoolLike, pgDriver } from '../ledger/drivers/pg.js';
+import { applyMigrations } from '../ledger/migrate.js';
+import { LATEST_VERSION, migrationScript } from '../ledger/migrations.js';
+import { countExpiredSql, purgeExpiredBatchSql, runsTable } from '../ledger/sql.js';
+import { hashKey } from '../telemetry/key-hash.js';
+import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
+import { type Connection, connect, type Db, requireLedgerTable } from './db.js';
+import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
+import { fields, formatDuration, formatTime, indent, jaegerTraceUrl, table } from './format.js';
+import { scrubText, scrubValue } from './scrub.js';
+import { inspectRunSql, listRunsSql, statsSql } from './sql.js';
+
+export interface Io {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+  readonly readStdin: () => Promise<string>;
+}
+
+function print(io: Io, json: boolean, data: unknown, human: () => string): void {
+  io.out(json ? JSON.stringify(data, null, 2) : human());
+}
+
+async function withDb<T>(connection: Connection, fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = await connect(connection);
+  try {
+    return await fn(db);
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(
+      `Database error: ${error instanceof Error ? error.message : String(error)}`,
+      EXIT.FAILURE,
+      {
+        cause: error,
+      },
+    );
+  } finally {
+    await db.close().catch(() => {});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export async function migrateCommand(
+  io: Io,
+  opts: { printSql: boolean; json: boolean; schema: string; connection: () => Connection },
+): Promise<number> {
+  if (opts.printSql) {
+    io.out(migrationScript(opts.schema));
+    return EXIT.OK;
+  }
+  const connection = opts.connection();
+  const pool = new pg.Pool({
+    connectionString: connection.databaseUrl,
+    max: 1,
+    connectionTimeoutMillis: 10_000,
+  });
+  pool.on('error', () => {});
+  const driver = pgDriver(pool as unknown as PgPoolLike, true);
+  let applied: number[];
+  try {
+    applied = await applyMigrations(driver, connection.schema);
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : '';
+    throw new CliError(
+      `Migration of schema "${connection.schema}" on ${maskDatabaseUrl(connection.databaseUrl)} failed: ${
+        error instanceof Error ? error.message : String(error)
+      }${cause ? ` (${cause})` : ''}`,
+      EXIT.FAILURE,
+      { cause: error },
+    );
+  } finally {
+    await driver.close().catch(() => {});
+  }
+  print(io, opts.json, { schema: connection.schema, applied, version: LATEST_VERSION }, () =>
+    applied.length === 0
+      ? `Schema "${connection.schema}" is up to date (version ${LATEST_VERSION}).`
+      : `Applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')} to schema "${connection.schema}" (now at version ${LATEST_VERSION}).`,
+  );
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+interface InspectRow {
+  id: string;
+  tenant_id: string;
+  tool_name: string;
+  idempotency_key: string;
+  user_id: string | null;
+  parameter_hash: string;
+  status: string;
+  final: boolean;
+  attempt: number;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  result_json: unknown;
+  error_json: Record<string, unknown> | null;
+  job_id: string | null;
+  trace_id: string | null;
+  span_id: string | null;
+  conflict_count: number;
+  last_conflict_at: Date | null;
+  created_at: Date;
+  started_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+  expires_at: Date;
+  lease_lapsed: boolean | null;
+  db_now: Date;
+}
+
+/** The stored error keeps its machine fields; only what a person or the world wrote is scrubbed. */
+function scrubStoredError(error: Record<string, unknown> | null): unknown {
+  if (error === null || typeof error !== 'object') return error;
+  const { message, details, ...rest } = error;
+  return {
+    ...rest,
+    ...(message === undefined
+      ? {}
+      : { message: typeof message === 'string' ? scrubText(message) : scrubValue(message) }),
+    ...(details === undefined ? {} : { details: scrubValue(details) }),
+  };
+}
+
+export async function inspectCommand(
+  io: Io,
+  opts: {
+    tenant: string;
+    tool: string;
+    key: string;
+    json: boolean;
+    jaegerUrl: string;
+    connection: Connection;
+  },
+): Promise<number> {
+  const row = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, opts.connection.schema);
+    const [found] = await db.query<InspectRow>(inspectRunSql(opts.connection.schema), [
+      opts.tenant,
+      opts.tool,
+      opts.key,
+    ]);
+    return found;
+  });
+  if (!row) {
+    throw new CliError(
+      `No run for tenant "${opts.tenant}", tool "${opts.tool}", key "${opts.key}" in schema "${opts.connection.schema}". ` +
+        'It was never claimed, was rejected before reaching the ledger, or expired and was purged.',
+      EXIT.NOT_FOUND,
+    );
+  }
+  const expired =
+    row.expires_at.getTime() <= row.db_now.getTime() && !(row.status === 'in_progress' && !row.lease_lapsed);
+  const jaeger = row.trace_id ? jaegerTraceUrl(opts.jaegerUrl, row.trace_id) : null;
+  const result = scrubValue(row.result_json);
+  const error = scrubStoredError(row.error_json);
+  const data = {
+    id: row.id,
+    tenant: row.tenant_id,
+    tool: row.tool_name,
+    key: row.idempotency_key,
+    user: row.user_id,
+    status: row.status,
+    final: row.final,
+    attempt: row.attempt,
+    parameterHash: row.parameter_hash,
+    jobId: row.job_id,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    leaseLapsed: Boolean(row.lease_lapsed),
+    expired,
+    conflictCount: row.conflict_count,
+    lastConflictAt: row.last_conflict_at,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    updatedAt: row.updated_at,
+    completedAt: row.completed_at,
+    expiresAt: row.expires_at,
+    result,
+    error,
+    traceId: row.trace_id,
+    spanId: row.span_id,
+    jaegerUrl: jaeger,
+  };
+  print(io, opts.json, data, () => {
+    let lease = '-';
+    if (row.status === 'in_progress' && row.lease_expires_at) {
+      const lapsedFor = (row.db_now.getTime() - row.lease_expires_at.getTime()) / 1000;
+      lease = `held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}${
+        row.lease_lapsed
+          ? ` (LAPSED ${formatDuration(lapsedFor)} ago: stuck, the next duplicate takes over)`
+          : ''
+      }`;
+    }
+    const status = `${row.status}${row.status === 'failed' ? (row.final ? ' (final)' : ' (retryable)') : ''}${
+      expired ? ' (expired: the key counts as new)' : ''
+    }`;
+    const lines = [
+      `Run ${row.id} in ${runsTable(opts.connection.schema)}`,
+      fields([
+        ['tenant', row.tenant_id],
+        ['tool', row.tool_name],
+        ['key', row.idempotency_key],
+        ['user', row.user_id ?? '-'],
+        ['status', status],
+        ['attempt', String(row.attempt)],
+        ['parameter hash', row.parameter_hash],
+        ['job id', row.job_id ?? '-'],
+        ['lease', lease],
+        ['created', formatTime(row.created_at)],
+        ['started', formatTime(row.started_at)],
+        ['updated', formatTime(row.updated_at)],
+        ['completed', formatTime(row.completed_at)],
+        ['expires', formatTime(row.expires_at)],
+        [
+          'conflicts',
+          row.conflict_count > 0 ? `${row.conflict_count} (last ${formatTime(row.last_conflict_at)})` : '0',
+        ],
+        ['trace id', row.trace_id ?? '- (telemetry was off for this call)'],
+        ['span id', row.span_id ?? '-'],
+        ['jaeger', jaeger ?? '-'],
+      ]),
+    ];
+    if (row.result_json !== null && row.result_json !== undefined) {
+      lines.push('result (scrubbed):', indent(JSON.stringify(result, null, 2)));
+    }
+    if (row.error_json !== null && row.error_json !== undefined) {
+      lines.push('error (scrubbed):', indent(JSON.stringify(error, null, 2)));
+    }
+    return lines.join('\n');
+  });
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+interface ListRow {
+  id: string;
+  tenant_id: string;
+  tool_name: string;
+  idempotency_key: string;
+  status: string;
+  attempt: number;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  started_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+  trace_id: string | null;
+  conflict_count: number;
+  lease_lapsed: boolean | null;
+  lapsed_seconds: number | null;
+}
+
+export const STATUSES = ['in_progress', 'succeeded', 'failed'] as const;
+
+export async function listCommand(
+  io: Io,
+  opts: {
+    status: string;
+    stale: boolean;
+    tenant: string | undefined;
+    tool: string | undefined;
+    limit: number;
+    json: boolean;
+    jaegerUrl: string;
+    connection: Connection;
+  },
+): Promise<number> {
+  const rows = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, opts.connection.schema);
+    return db.query<ListRow>(listRunsSql(opts.connection.schema), [
+      opts.status,
+      opts.stale,
+      opts.tenant ?? null,
+      opts.tool ?? null,
+      opts.limit,
+    ]);
+  });
+  const runs = rows.map((r) => ({
+    id: r.id,
+    tenant: r.tenant_id,
+    tool: r.tool_name,
+    key: r.idempotency_key,
+    status: r.status,
+    attempt: r.attempt,
+    leaseOwner: r.lease_owner,
+    leaseExpiresAt: r.lease_expires_at,
+    leaseLapsed: Boolean(r.lease_lapsed),
+    lapsedSeconds: r.lapsed_seconds,
+    startedAt: r.started_at,
+    updatedAt: r.updated_at,
+    completedAt: r.completed_at,
+    conflictCount: r.conflict_count,
+    traceId: r.trace_id,
+    jaegerUrl: r.trace_id ? jaegerTraceUrl(opts.jaegerUrl, r.trace_id) : null,
+  }));
+  print(
+    io,
+    opts.json,
+    { schema: opts.connection.schema, status: opts.status, stale: opts.stale, runs },
+    () => {
+      const what = `${opts.stale ? 'stale ' : ''}${opts.status} runs`;
+      if (runs.length === 0) return `No ${what} in schema "${opts.connection.schema}".`;
+      const body = table(
+        [
+          'TENANT',
+          'TOOL',
+          'KEY',
+          'ATTEMPT',
+          'LEASE OWNER',
+          opts.status === 'in_progress' ? 'LAPSED FOR' : 'UPDATED',
+          'TRACE',
+        ],
+        runs.map((r) => [
+          r.tenant,
+          r.tool,
+          r.key,
+          String(r.attempt),
+          r.leaseOwner ?? '-',
+          opts.status === 'in_progress'
+            ? r.leaseLapsed
+              ? formatDuration(r.lapsedSeconds ?? 0)
+              : 'lease held'
+            : formatTime(r.updatedAt),
+          r.traceId ?? '-',
+        ]),
+      );
+      const more = runs.length === opts.limit ? `\n(first ${opts.limit}; raise --limit to see more)` : '';
+      return `${runs.length} ${what}:\n${body}${more}`;
+    },
+  );
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export async function purgeCommand(
+  io: Io,
+  opts: { dryRun: boolean; batchSize: number; json: boolean; connection: Connection },
+): Promise<number> {
+  const { schema } = opts.connection;
+  const started = Date.now();
+  const outcome = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, schema);
+    const [countRow] = await db.query<{ count: string }>(countExpiredSql(schema));
+    const expired = Number(countRow?.count ?? 0);
+    if (opts.dryRun) return { expired, deleted: 0 };
+    let deleted = 0;
+    for (;;) {
+      const rows = await db.query<{ id: string }>(`${purgeExpiredBatchSql(schema)} RETURNING id`, [
+        opts.batchSize,
+      ]);
+      deleted += rows.length;
+      if (rows.length > 0) {
+        // The estimate can be passed: rows keep expiring while the purge runs.
+        const total = Math.max(expired, deleted);
+        io.err(`purged ${deleted} of ~${total} expired rows (${Math.floor((deleted / total) * 100)}%)`);
+      }
+      if (rows.length < opts.batchSize) break;
+    }
+    return { expired, deleted };
+  });
+  const seconds = (Date.now() - started) / 1000;
+  print(
+    io,
+    opts.json,
+    { schema, dryRun: opts.dryRun, expired: outcome.expired, deleted: outcome.deleted, seconds },
+    () =>
+      opts.dryRun
+        ? `${outcome.expired} expired rows in ${runsTable(schema)} would be purged (dry run: nothing deleted).`
+        : `Purged ${outcome.deleted} expired rows from ${runsTable(schema)} in ${seconds.toFixed(1)}s.`,
+  );
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export async function hashKeyCommand(io: Io, opts: { key: string; json: boolean }): Promise<number> {
+  const secret = io.env[KEY_HASH_SECRET_ENV];
+  if (!secret) {
+    throw new CliError(
+      `${KEY_HASH_SECRET_ENV} is not set. Export the same secret the service uses, then run hash-key again.`,
+    );
+  }
+  let key = opts.key;
+  if (key === '-') key = (await io.readStdin()).replace(/\r?\n$/, '');
+  if (key === '') throw usageError('hash-key needs a non-empty key.');
+  const hash = hashKey(key, secret);
+  const tag = `${ATTR.IDEMPOTENCY_KEY_HASH}=${hash}`;
+  if (opts.json) {
+    io.out(JSON.stringify({ attribute: ATTR.IDEMPOTENCY_KEY_HASH, hash, jaegerTag: tag }, null, 2));
+  } else {
+    // The hash alone on stdout, so `$(tool-ledger hash-key ...)` works; the hint goes to stderr.
+    io.out(hash);
+    io.err(`Search Jaeger by tag: ${tag}`);
+  }
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+interface StatsRow {
+  tool_name: string;
+  status: string;
+  count: string;
+  stale: string;
+  expired: string;
+  conflicts: string;
+}
+
+export async function statsCommand(
+  io: Io,
+  opts: { tenant: string | undefined; json: boolean; connection: Connection },
+): Promise<number> {
+  const rows = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, opts.connection.schema);
+    return db.query<StatsRow>(statsSql(opts.connection.schema), [opts.tenant ?? null]);
+  });
+  const byTool = rows.map((r) => ({
+    tool: r.tool_name,
+    status: r.status,
+    count: Number(r.count),
+    stale: Number(r.stale),
+    expired: Number(r.expired),
+    conflicts: Number(r.conflicts),
+  }));
+  const totals = { total: 0, in_progress: 0, succeeded: 0, failed: 0, stale: 0, expired: 0, conflicts: 0 };
+  for (const r of byTool) {
+    totals.total += r.count;
+    if (r.status === 'in_progress' || r.status === 'succeeded' || r.status === 'failed')
+      totals[r.status] += r.count;
+    totals.stale += r.stale;
+    totals.expired += r.expired;
+    totals.conflicts += r.conflicts;
+  }
+  print(
+    io,
+    opts.json,
+    { schema: opts.connection.schema, tenant: opts.tenant ?? null, totals, byTool },
+    () => {
+      const scope = `${runsTable(opts.connection.schema)}${opts.tenant ? ` for tenant "${opts.tenant}"` : ''}`;
+      if (byTool.length === 0) return `No runs in ${scope}.`;
+      return [
+        `Runs in ${scope}: ${totals.total} (in_progress ${totals.in_progress}, succeeded ${totals.succeeded}, failed ${totals.failed}; stale ${totals.stale}, expired ${totals.expired}, conflicts ${totals.conflicts})`,
+        '',
+        table(
+          ['TOOL', 'STATUS', 'COUNT', 'STALE', 'EXPIRED', 'CONFLICTS'],
+          byTool.map((r) => [
+            r.tool,
+            r.status,
+            String(r.count),
+            String(r.stale),
+            String(r.expired),
+            String(r.conflicts),
+          ]),
+        ),
+      ].join('\n');
+    },
+  );
+  return EXIT.OK;
+}

@@ -1,0 +1,66 @@
+import pg from 'pg';
+import { isValidSchemaName } from '../ledger/sql.js';
+import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
+import { tableExistsSql } from './sql.js';
+
+export interface Db {
+  query<R>(text: string, params?: unknown[]): Promise<R[]>;
+  close(): Promise<void>;
+}
+
+export interface Connection {
+  readonly databaseUrl: string;
+  readonly schema: string;
+}
+
+export function resolveConnection(
+  values: { 'database-url'?: string | undefined; schema?: string | undefined },
+  env: NodeJS.ProcessEnv,
+): Connection {
+  const databaseUrl = values['database-url'] ?? env.DATABASE_URL;
+  if (!databaseUrl) {
+    throw usageError(
+      'No database given: set DATABASE_URL or pass --database-url postgres://user@host:5432/db.',
+    );
+  }
+  const schema = values.schema ?? 'tool_ledger';
+  if (!isValidSchemaName(schema)) {
+    throw usageError(
+      `--schema ${JSON.stringify(schema)} is not a plain Postgres identifier (letters, digits, _ and $, at most 63).`,
+    );
+  }
+  return { databaseUrl, schema };
+}
+
+export async function connect(connection: Connection): Promise<Db> {
+  // One client, not a pool: every command is a short sequence of statements.
+  const client = new pg.Client({ connectionString: connection.databaseUrl, connectionTimeoutMillis: 10_000 });
+  // Without a listener, a server-side disconnect between statements would crash the process.
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new CliError(
+      `Could not connect to ${maskDatabaseUrl(connection.databaseUrl)}: ${error instanceof Error ? error.message : String(error)}`,
+      EXIT.FAILURE,
+      { cause: error },
+    );
+  }
+  return {
+    async query<R>(text: string, params?: unknown[]) {
+      const result = await client.query(text, params);
+      return result.rows as R[];
+    },
+    close: () => client.end(),
+  };
+}
+
+/** Commands that read the ledger say "run migrate" when there is nothing to read. */
+export async function requireLedgerTable(db: Db, schema: string): Promise<void> {
+  const [row] = await db.query<{ exists: boolean }>(tableExistsSql, [schema]);
+  if (!row?.exists) {
+    throw new CliError(
+      `Schema "${schema}" has no tool_runs table. Check --schema, or create it with \`tool-ledger migrate --schema ${schema}\`.`,
+    );
+  }
+}
