@@ -1,7 +1,67 @@
-import { type CallObserver, noopObserver } from '../contract/observer.js';
+import type { CallObserver } from '../contract/observer.js';
+import { OtelCallScope } from './call-scope.js';
+import type { ObserverConfig } from './observer-config.js';
 import type { TelemetryOptions } from './options.js';
+import { createSignals } from './providers.js';
+import { createRedactor } from './redact/default-redactor.js';
+import { safeExecute } from './safe.js';
+import { KEY_HASH_SECRET_ENV, SPAN_NAME_PREFIX } from './vocabulary.js';
 
-// PLACEHOLDER until the OpenTelemetry observer lands (issue 3): emits nothing.
-export function createOtelObserver(_options: TelemetryOptions): CallObserver {
-  return noopObserver;
+const DEFAULT_MAX_CONTENT_LENGTH = 4096;
+const CACHE_LIMIT = 1000;
+
+/**
+ * Caches the scrubbed form of low-cardinality strings (tenants, log bodies) so that scrubbing them costs a map
+ * lookup per call. Cleared when full rather than evicting one by one: high cardinality here means the cache is
+ * not helping anyway.
+ */
+function scrubCache(scrub: (text: string) => string): (text: string) => string | undefined {
+  const cache = new Map<string, string>();
+  return (text) => {
+    const hit = cache.get(text);
+    if (hit !== undefined) return hit;
+    const scrubbed = safeExecute('redactor.redactText', () => scrub(text));
+    if (typeof scrubbed !== 'string') return undefined;
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    cache.set(text, scrubbed);
+    return scrubbed;
+  };
+}
+
+/**
+ * The OpenTelemetry observer: one `execute_tool {tool}` span, one `tool_ledger.decision` log record and the
+ * tool-ledger metrics per call, scrubbed. Uses only @opentelemetry/api (and api-logs when installed); with no SDK
+ * registered everything is a cheap no-op, and an SDK registered later is picked up on the next call.
+ */
+export function createOtelObserver(options: TelemetryOptions): CallObserver {
+  const redactor = options.redactor ?? createRedactor();
+  const maxContentLength = options.maxContentLength ?? DEFAULT_MAX_CONTENT_LENGTH;
+  const scrubTenant = scrubCache((tenant) => redactor.redactText(tenant));
+  const scrubBody = scrubCache((text) => redactor.redactText(text));
+  const config: ObserverConfig = {
+    signals: createSignals(options),
+    redactor,
+    captureContent: options.captureContent === true,
+    maxContentLength:
+      Number.isFinite(maxContentLength) && maxContentLength >= 0
+        ? maxContentLength
+        : DEFAULT_MAX_CONTENT_LENGTH,
+    keyMode: options.keyMode ?? 'auto',
+    keyHashSecret: options.keyHashSecret ?? readSecretFromEnv(),
+    metricTenants: new Set(options.metricTenants ?? []),
+    tenantLabel: (tenant) => (typeof tenant === 'string' ? scrubTenant(tenant) : undefined),
+    logBody: (tool, outcome, message) => {
+      const head = scrubBody(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
+      if (head === undefined) return undefined;
+      return message === undefined ? head : `${head}: ${message}`;
+    },
+  };
+  return {
+    startCall: (start) => new OtelCallScope(config, start),
+  };
+}
+
+function readSecretFromEnv(): string | undefined {
+  const value = typeof process === 'undefined' ? undefined : process.env[KEY_HASH_SECRET_ENV];
+  return value === undefined || value.length === 0 ? undefined : value;
 }

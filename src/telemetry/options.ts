@@ -1,5 +1,5 @@
-import type { LoggerProvider } from '@opentelemetry/api-logs';
 import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
+import type { LoggerProvider } from '@opentelemetry/api-logs';
 
 /**
  * Scrubs personal data before anything leaves the process. Implementations must be pure and fast; an exception
@@ -20,18 +20,27 @@ export interface TelemetryOptions {
    */
   readonly captureContent?: boolean;
   /**
-   * The scrubber for content, error messages, log bodies and keys.
-   * @default the built-in field-rule + redact-pii redactor
+   * The scrubber for content, error messages, log bodies and keys. A redactor that throws drops the attribute
+   * it was scrubbing; the call is unaffected.
+   * @default createRedactor(): field-name rules plus redact-pii's local free-text detection
    */
   readonly redactor?: Redactor;
   /**
-   * How idempotency keys are emitted. `raw`: as given. `hash`: only as an HMAC under
-   * `tool_ledger.idempotency.key_hash`. `auto`: raw unless the redactor finds personal data in the key.
+   * Largest captured argument or result, in UTF-16 code units of its scrubbed JSON; longer values are cut and end
+   * with `…[truncated]`.
+   * @default 4096
+   */
+  readonly maxContentLength?: number;
+  /**
+   * How idempotency keys are emitted. `raw`: as given (only for keys known to be opaque, such as UUIDs).
+   * `hash`: only as an HMAC under `tool_ledger.idempotency.key_hash` (see `hashKey`). `auto`: raw when the
+   * redactor leaves the key unchanged, hashed otherwise. Without a secret, keys that would be hashed are left out
+   * and a warning is logged once.
    * @default 'auto'
    */
   readonly keyMode?: 'auto' | 'raw' | 'hash';
   /**
-   * HMAC secret for hashed keys.
+   * HMAC secret for hashed keys. Support needs the same secret to compute a key's hash.
    * @default process.env.TOOL_LEDGER_KEY_HASH_SECRET
    */
   readonly keyHashSecret?: string;

@@ -67,6 +67,32 @@ export const PROMETHEUS_METRIC = {
 
 export const LOG_EVENT_NAME = 'tool_ledger.decision' as const;
 
+/** Log severity of each outcome's decision record (OpenTelemetry SeverityNumber values). */
+export const SEVERITY = {
+  INFO: { number: 9, text: 'INFO' },
+  WARN: { number: 13, text: 'WARN' },
+  ERROR: { number: 17, text: 'ERROR' },
+} as const;
+
+export const OUTCOME_SEVERITY = {
+  executed: 'INFO',
+  replayed: 'INFO',
+  conflict: 'WARN',
+  in_progress: 'WARN',
+  rejected: 'WARN',
+  failed: 'ERROR',
+} as const;
+
+/** Metric units (UCUM; curly-brace annotations are dropped from Prometheus names). */
+export const UNIT = {
+  SECONDS: 's',
+  CALLS: '{call}',
+  RUNS: '{run}',
+} as const;
+
+/** `error.type` for errors that carry no stable code or safe class name (the general convention's fallback). */
+export const ERROR_TYPE_OTHER = '_OTHER' as const;
+
 /** Histogram bucket advice in seconds: tool calls range from sub-millisecond replays to minutes-long jobs. */
 export const DURATION_BUCKETS_SECONDS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,

@@ -1,0 +1,276 @@
+import {
+  type Attributes,
+  type Context,
+  context,
+  isSpanContextValid,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+  type UpDownCounter,
+} from '@opentelemetry/api';
+import type { CallScope, CallStart, Decision, LedgerOperation, SpanRef } from '../contract/observer.js';
+import { put } from './attributes.js';
+import { captureContent } from './content.js';
+import { describeError, type ErrorInfo } from './error-info.js';
+import { keyAttributes } from './key-attributes.js';
+import type { ObserverConfig } from './observer-config.js';
+import { safeExecute } from './safe.js';
+import {
+  ATTR,
+  LEDGER_OPERATIONS,
+  LINK_TYPE_ORIGINAL_EXECUTION,
+  LOG_EVENT_NAME,
+  OPERATION_NAME_EXECUTE_TOOL,
+  OUTCOME_SEVERITY,
+  OUTCOMES,
+  SEVERITY,
+  SPAN_NAME_PREFIX,
+  TOOL_TYPE_FUNCTION,
+} from './vocabulary.js';
+
+const SUCCESS = new Set<string>(['executed', 'replayed']);
+const KNOWN_OUTCOMES = new Set<string>(OUTCOMES);
+const KNOWN_OPERATIONS = new Set<string>(LEDGER_OPERATIONS);
+const HEX_TRACE_ID = /^[0-9a-f]{32}$/;
+const HEX_SPAN_ID = /^[0-9a-f]{16}$/;
+
+function isValidRef(ref: SpanRef | undefined): ref is SpanRef {
+  return (
+    ref !== undefined &&
+    typeof ref.traceId === 'string' &&
+    typeof ref.spanId === 'string' &&
+    HEX_TRACE_ID.test(ref.traceId) &&
+    HEX_SPAN_ID.test(ref.spanId) &&
+    isSpanContextValid({ traceId: ref.traceId, spanId: ref.spanId, traceFlags: TraceFlags.NONE })
+  );
+}
+
+/**
+ * One tool call's telemetry: its span from `startCall` to `end`, then one log record and the metrics of the
+ * decision. Every step runs in `safeExecute`, so no telemetry fault reaches the call.
+ */
+export class OtelCallScope implements CallScope {
+  readonly spanRef: SpanRef | undefined;
+  readonly #config: ObserverConfig;
+  readonly #start: CallStart;
+  readonly #span: Span | undefined;
+  readonly #context: Context | undefined;
+  /** Non-content attributes shared by the span and the log record. */
+  readonly #attributes: Attributes = {};
+  readonly #metricAttributes: Attributes = {};
+  #inFlight: UpDownCounter | undefined;
+  #ended = false;
+
+  constructor(config: ObserverConfig, start: CallStart) {
+    this.#config = config;
+    this.#start = start;
+    safeExecute('span attributes', () => this.#collectStartAttributes());
+    const started = safeExecute('span start', () => {
+      const parent = context.active();
+      const attributes: Attributes = { ...this.#attributes };
+      if (config.captureContent) {
+        put(
+          attributes,
+          ATTR.GEN_AI_TOOL_CALL_ARGUMENTS,
+          captureContent(start.input, config.redactor, config.maxContentLength),
+        );
+      }
+      const name = typeof start.tool === 'string' ? `${SPAN_NAME_PREFIX} ${start.tool}` : SPAN_NAME_PREFIX;
+      const span = config.signals.tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
+      return { span, context: trace.setSpan(parent, span) };
+    });
+    this.#span = started?.span;
+    this.#context = started?.context;
+    this.spanRef = safeExecute('span context', () => {
+      // A non-recording span carries its parent's ids (or none): nothing a later replay could link to.
+      if (!this.#span?.isRecording()) return undefined;
+      const { traceId, spanId } = this.#span.spanContext();
+      return { traceId, spanId };
+    });
+  }
+
+  #collectStartAttributes(): void {
+    const { tool, kind, tenant, toolCallId, key } = this.#start;
+    const config = this.#config;
+    const a = this.#attributes;
+    put(a, ATTR.GEN_AI_OPERATION_NAME, OPERATION_NAME_EXECUTE_TOOL);
+    put(a, ATTR.GEN_AI_TOOL_NAME, tool);
+    put(a, ATTR.GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION);
+    put(a, ATTR.GEN_AI_TOOL_CALL_ID, toolCallId);
+    put(a, ATTR.TENANT_ID, config.tenantLabel(tenant));
+    put(a, ATTR.TOOL_KIND, kind);
+    Object.assign(a, keyAttributes(key, config.keyMode, config.keyHashSecret, config.redactor));
+    const m = this.#metricAttributes;
+    put(m, ATTR.GEN_AI_TOOL_NAME, tool);
+    put(m, ATTR.TOOL_KIND, kind);
+    if (typeof tenant === 'string' && config.metricTenants.has(tenant)) put(m, ATTR.TENANT_ID, tenant);
+  }
+
+  run<T>(fn: () => T): T {
+    const ctx = this.#context;
+    if (ctx === undefined) return fn();
+    let entered = false;
+    try {
+      return context.with(ctx, () => {
+        entered = true;
+        return fn();
+      });
+    } catch (error) {
+      // A context manager that throws before calling `fn` must not stop the call; an error from `fn` is the call's.
+      if (entered) throw error;
+      return fn();
+    }
+  }
+
+  setParamsHash(hash: string): void {
+    safeExecute('span attributes', () => {
+      put(this.#attributes, ATTR.PARAMS_HASH, hash);
+      if (this.#attributes[ATTR.PARAMS_HASH] !== undefined) this.#span?.setAttribute(ATTR.PARAMS_HASH, hash);
+    });
+  }
+
+  recordLedgerOperation(operation: LedgerOperation, seconds: number): void {
+    safeExecute('ledger operation metric', () => {
+      if (!KNOWN_OPERATIONS.has(operation) || !Number.isFinite(seconds) || seconds < 0) return;
+      this.#config.signals
+        .instruments()
+        .ledgerOperationDuration.record(seconds, { [ATTR.LEDGER_OPERATION]: operation });
+    });
+  }
+
+  handlerStarted(): void {
+    safeExecute('in-flight metric', () => {
+      if (this.#inFlight) return;
+      // Kept so the decrement goes to the same instrument even if the global meter provider changes meanwhile.
+      const counter = this.#config.signals.instruments().runsInFlight;
+      counter.add(1, this.#metricAttributes);
+      this.#inFlight = counter;
+    });
+  }
+
+  handlerFinished(): void {
+    safeExecute('in-flight metric', () => {
+      const counter = this.#inFlight;
+      this.#inFlight = undefined;
+      counter?.add(-1, this.#metricAttributes);
+    });
+  }
+
+  end(decision: Decision): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.handlerFinished();
+    const outcome = decision?.outcome;
+    const success = SUCCESS.has(outcome);
+    const error =
+      success || decision === undefined
+        ? undefined
+        : safeExecute('error description', () =>
+            describeError(decision.error, this.#config.redactor, outcome === 'failed'),
+          );
+    safeExecute('decision attributes', () => this.#collectDecisionAttributes(decision, error));
+    safeExecute('span end', () => this.#endSpan(decision, success, error));
+    safeExecute('decision log', () => this.#emitLog(decision, error));
+    safeExecute('decision metrics', () => this.#recordMetrics(decision, error));
+  }
+
+  #collectDecisionAttributes(decision: Decision, error: ErrorInfo | undefined): void {
+    const a = this.#attributes;
+    put(a, ATTR.OUTCOME, decision.outcome);
+    if (Number.isInteger(decision.attempt)) put(a, ATTR.ATTEMPT, decision.attempt);
+    if (decision.waitedMs !== undefined) put(a, ATTR.WAITED_MS, Math.round(decision.waitedMs));
+    put(a, ATTR.CONFLICT_REASON, decision.conflictReason);
+    put(a, ATTR.REJECTED_REASON, decision.rejectedReason);
+    put(a, ATTR.JOB_ID, decision.jobId);
+    if (error) {
+      put(a, ATTR.ERROR_TYPE, error.type);
+      put(a, ATTR.ERROR_CODE, error.code);
+    }
+  }
+
+  #endSpan(decision: Decision, success: boolean, error: ErrorInfo | undefined): void {
+    const span = this.#span;
+    if (!span) return;
+    try {
+      span.setAttributes(this.#attributes);
+      const config = this.#config;
+      if (config.captureContent && success && decision.result !== undefined) {
+        const result = captureContent(decision.result, config.redactor, config.maxContentLength);
+        if (result !== undefined) span.setAttribute(ATTR.GEN_AI_TOOL_CALL_RESULT, result);
+      }
+      const original = decision.original;
+      if (isValidRef(original) && typeof span.addLink === 'function') {
+        span.addLink({
+          context: {
+            traceId: original.traceId,
+            spanId: original.spanId,
+            traceFlags: TraceFlags.SAMPLED,
+            isRemote: true,
+          },
+          attributes: { [ATTR.LINK_TYPE]: LINK_TYPE_ORIGINAL_EXECUTION },
+        });
+      }
+      if (!success) {
+        span.setStatus(
+          error?.message === undefined
+            ? { code: SpanStatusCode.ERROR }
+            : { code: SpanStatusCode.ERROR, message: error.message },
+        );
+        if (decision.outcome === 'failed' && error) {
+          // A plain object, never the error itself: the SDK would copy its unscrubbed message and stack.
+          span.recordException({
+            name: error.type,
+            ...(error.message === undefined ? {} : { message: error.message }),
+            ...(error.stack === undefined ? {} : { stack: error.stack }),
+          });
+        }
+      }
+    } finally {
+      span.end();
+    }
+  }
+
+  #emitLog(decision: Decision, error: ErrorInfo | undefined): void {
+    const logger = this.#config.signals.logger();
+    if (!logger) return;
+    const outcome = decision.outcome;
+    const level = SEVERITY[KNOWN_OUTCOMES.has(outcome) ? OUTCOME_SEVERITY[outcome] : 'WARN'];
+    const body = this.#config.logBody(this.#start.tool, outcome, error?.message);
+    logger.emit({
+      eventName: LOG_EVENT_NAME,
+      severityNumber: level.number,
+      severityText: level.text,
+      ...(body === undefined ? {} : { body }),
+      attributes: { ...this.#attributes },
+      ...(this.#context === undefined ? {} : { context: this.#context }),
+      ...(outcome === 'failed' && error
+        ? {
+            exception: {
+              name: error.type,
+              ...(error.message === undefined ? {} : { message: error.message }),
+              ...(error.stack === undefined ? {} : { stack: error.stack }),
+            },
+          }
+        : {}),
+    });
+  }
+
+  #recordMetrics(decision: Decision, error: ErrorInfo | undefined): void {
+    const instruments = this.#config.signals.instruments();
+    const attributes: Attributes = { ...this.#metricAttributes };
+    put(attributes, ATTR.OUTCOME, decision.outcome);
+    instruments.calls.add(1, attributes);
+    const ranHandler = decision.outcome === 'executed' || decision.outcome === 'failed';
+    if (ranHandler && Number.isFinite(decision.executionSeconds) && (decision.executionSeconds ?? -1) >= 0) {
+      const withError: Attributes = { ...attributes };
+      if (error) put(withError, ATTR.ERROR_TYPE, error.type);
+      instruments.executeDuration.record(decision.executionSeconds as number, withError);
+    }
+    const waitedMs = decision.waitedMs;
+    if (typeof waitedMs === 'number' && Number.isFinite(waitedMs) && waitedMs > 0) {
+      instruments.waitDuration.record(waitedMs / 1000, attributes);
+    }
+  }
+}

@@ -1,0 +1,18 @@
+import type { KeyMode } from './key-attributes.js';
+import type { Redactor } from './options.js';
+import type { Signals } from './providers.js';
+
+/** Resolved telemetry settings shared by every call scope of one ledger. */
+export interface ObserverConfig {
+  readonly signals: Signals;
+  readonly redactor: Redactor;
+  readonly captureContent: boolean;
+  readonly maxContentLength: number;
+  readonly keyMode: KeyMode;
+  readonly keyHashSecret: string | undefined;
+  readonly metricTenants: ReadonlySet<string>;
+  /** The tenant as it may appear on spans and logs (scrubbed), or undefined. */
+  tenantLabel(tenant: unknown): string | undefined;
+  /** The scrubbed body of a decision log record, or undefined when scrubbing failed. */
+  logBody(tool: unknown, outcome: unknown, scrubbedMessage: string | undefined): string | undefined;
+}
