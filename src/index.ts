@@ -27,5 +27,6 @@ export type { LedgerTool } from './middleware/tool.js';
 export type { PgPoolLike, PgClientLike } from './ledger/drivers/pg.js';
 export type { PGliteLike } from './ledger/drivers/pglite.js';
 export { MAX_KEY_LENGTH } from './contract/keys.js';
+export { deriveKey, type DeriveKeyInput } from './contract/derive-key.js';
 export { migrationScript as migrationSql } from './ledger/migrations.js';
 export type { Redactor, TelemetryOptions } from './telemetry/options.js';
