@@ -1,0 +1,99 @@
+import { type Attributes, context, metrics, trace } from '@opentelemetry/api';
+import { logs } from '@opentelemetry/api-logs';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
+import {
+  AggregationTemporality,
+  type DataPoint,
+  type Histogram,
+  MeterProvider,
+  type MetricData,
+  MetricReader,
+} from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+
+/** A metric reader the test pulls from on demand. */
+export class PullReader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  protected override async onForceFlush(): Promise<void> {}
+  protected override async onShutdown(): Promise<void> {}
+
+  async metrics(): Promise<MetricData[]> {
+    const { resourceMetrics } = await this.collect();
+    return resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics);
+  }
+}
+
+/** In-memory exporters for all three signals, optionally registered as the global providers. */
+export class TelemetryHarness {
+  readonly spans = new InMemorySpanExporter();
+  readonly logExporter = new InMemoryLogRecordExporter();
+  readonly reader = new PullReader();
+  readonly tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(this.spans)],
+  });
+  readonly meterProvider = new MeterProvider({ readers: [this.reader] });
+  readonly loggerProvider = new LoggerProvider({
+    processors: [new SimpleLogRecordProcessor({ exporter: this.logExporter })],
+  });
+
+  /** Registers the providers globally (with an AsyncLocalStorage context manager). */
+  registerGlobal(): this {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(this.tracerProvider);
+    metrics.setGlobalMeterProvider(this.meterProvider);
+    logs.setGlobalLoggerProvider(this.loggerProvider);
+    return this;
+  }
+
+  /** The providers as explicit telemetry options. */
+  providers() {
+    return {
+      tracerProvider: this.tracerProvider,
+      meterProvider: this.meterProvider,
+      loggerProvider: this.loggerProvider,
+    };
+  }
+
+  finishedSpans() {
+    return this.spans.getFinishedSpans();
+  }
+
+  logRecords() {
+    return this.logExporter.getFinishedLogRecords();
+  }
+
+  async metric(name: string): Promise<MetricData | undefined> {
+    return (await this.reader.metrics()).find((m) => m.descriptor.name === name);
+  }
+
+  async points(name: string): Promise<DataPoint<number | Histogram>[]> {
+    return ((await this.metric(name))?.dataPoints ?? []) as DataPoint<number | Histogram>[];
+  }
+
+  async shutdown(): Promise<void> {
+    await Promise.allSettled([
+      this.tracerProvider.shutdown(),
+      this.meterProvider.shutdown(),
+      this.loggerProvider.shutdown(),
+    ]);
+  }
+}
+
+/** Clears every global OpenTelemetry registration, so the next test starts from "no SDK". */
+export function resetGlobals(): void {
+  trace.disable();
+  metrics.disable();
+  logs.disable();
+  context.disable();
+}
+
+export function attributesOf(points: readonly { attributes: Attributes }[]): Attributes[] {
+  return points.map((p) => p.attributes);
+}
