@@ -52,6 +52,8 @@ function isValidRef(ref: SpanRef | undefined): ref is SpanRef {
  * decision. Every step runs in `safeExecute`, so no telemetry fault reaches the call.
  */
 export class OtelCallScope implements CallScope {
+  // The methods are arrow-function fields because the middleware passes them around detached
+  // (`store.claim(request, scope.recordLedgerOperation)`).
   readonly spanRef: SpanRef | undefined;
   readonly #config: ObserverConfig;
   readonly #start: CallStart;
@@ -108,7 +110,7 @@ export class OtelCallScope implements CallScope {
     if (typeof tenant === 'string' && config.metricTenants.has(tenant)) put(m, ATTR.TENANT_ID, tenant);
   }
 
-  run<T>(fn: () => T): T {
+  readonly run = <T>(fn: () => T): T => {
     const ctx = this.#context;
     if (ctx === undefined) return fn();
     let entered = false;
@@ -122,25 +124,25 @@ export class OtelCallScope implements CallScope {
       if (entered) throw error;
       return fn();
     }
-  }
+  };
 
-  setParamsHash(hash: string): void {
+  readonly setParamsHash = (hash: string): void => {
     safeExecute('span attributes', () => {
       put(this.#attributes, ATTR.PARAMS_HASH, hash);
       if (this.#attributes[ATTR.PARAMS_HASH] !== undefined) this.#span?.setAttribute(ATTR.PARAMS_HASH, hash);
     });
-  }
+  };
 
-  recordLedgerOperation(operation: LedgerOperation, seconds: number): void {
+  readonly recordLedgerOperation = (operation: LedgerOperation, seconds: number): void => {
     safeExecute('ledger operation metric', () => {
       if (!KNOWN_OPERATIONS.has(operation) || !Number.isFinite(seconds) || seconds < 0) return;
       this.#config.signals
         .instruments()
         .ledgerOperationDuration.record(seconds, { [ATTR.LEDGER_OPERATION]: operation });
     });
-  }
+  };
 
-  handlerStarted(): void {
+  readonly handlerStarted = (): void => {
     safeExecute('in-flight metric', () => {
       if (this.#inFlight) return;
       // Kept so the decrement goes to the same instrument even if the global meter provider changes meanwhile.
@@ -148,17 +150,17 @@ export class OtelCallScope implements CallScope {
       counter.add(1, this.#metricAttributes);
       this.#inFlight = counter;
     });
-  }
+  };
 
-  handlerFinished(): void {
+  readonly handlerFinished = (): void => {
     safeExecute('in-flight metric', () => {
       const counter = this.#inFlight;
       this.#inFlight = undefined;
       counter?.add(-1, this.#metricAttributes);
     });
-  }
+  };
 
-  end(decision: Decision): void {
+  readonly end = (decision: Decision): void => {
     if (this.#ended) return;
     this.#ended = true;
     this.handlerFinished();
@@ -174,7 +176,7 @@ export class OtelCallScope implements CallScope {
     safeExecute('span end', () => this.#endSpan(decision, success, error));
     safeExecute('decision log', () => this.#emitLog(decision, error));
     safeExecute('decision metrics', () => this.#recordMetrics(decision, error));
-  }
+  };
 
   #collectDecisionAttributes(decision: Decision, error: ErrorInfo | undefined): void {
     const a = this.#attributes;

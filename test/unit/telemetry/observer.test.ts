@@ -372,6 +372,21 @@ describe('metrics', () => {
     expect(ops.map((p) => p.attributes[ATTR.LEDGER_OPERATION]).sort()).toEqual(['claim', 'complete']);
   });
 
+  it('works with scope methods passed around detached', async () => {
+    const { recordLedgerOperation, handlerStarted, handlerFinished, setParamsHash, end, run } =
+      observer().startCall(start());
+    expect(run(() => 7)).toBe(7);
+    recordLedgerOperation('lookup', 0.002);
+    handlerStarted();
+    handlerFinished();
+    setParamsHash('cd'.repeat(32));
+    end({ outcome: 'replayed' });
+    expect((await harness.points(METRIC.LEDGER_OPERATION_DURATION))[0]?.attributes).toEqual({
+      [ATTR.LEDGER_OPERATION]: 'lookup',
+    });
+    expect(onlySpan().attributes[ATTR.PARAMS_HASH]).toBe('cd'.repeat(32));
+  });
+
   it('tracks handlers in flight', async () => {
     const scope = observer().startCall(start());
     scope.handlerStarted();
