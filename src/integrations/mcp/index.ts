@@ -1,0 +1,9 @@
+// Public API of `tool-ledger/mcp`. Every export here is public and follows semver.
+export { MCP_ATTR } from './attributes.js';
+export {
+  keyArgumentDescription,
+  MCP_CALL_META_KEY,
+  MCP_ERROR_META_KEY,
+  registerMcpTool,
+} from './register.js';
+export type { McpRequestExtra, McpResolver, RegisteredMcpTools, RegisterMcpToolOptions } from './types.js';

@@ -1,0 +1,56 @@
+import { ToolFailure, type ToolLedgerError } from '../../contract/errors.js';
+
+/** How the adapter names the key to the model: an argument it must send, or a key the runner derives. */
+export type KeySource = { readonly kind: 'argument'; readonly field: string } | { readonly kind: 'runner' };
+
+/**
+ * Text a model can act on for each stable error code. The core messages speak to developers ("pass { key }");
+ * a model needs to hear which argument to change and whether to retry with the same key or a new one.
+ */
+export function errorText(error: ToolLedgerError, tool: string, keySource: KeySource): string {
+  const keyName = keySource.kind === 'argument' ? keySource.field : 'idempotency key';
+  const retryHint =
+    error.retryAfterMs === undefined
+      ? ''
+      : ` Wait about ${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s first.`;
+  switch (error.code) {
+    case 'KEY_REQUIRED':
+      return keySource.kind === 'argument'
+        ? `${error.code}: tool "${tool}" changes the world and needs the "${keyName}" argument. Send a new unique string (for example a UUID) for this request, and reuse that same value only when retrying this exact request.`
+        : `${error.code}: tool "${tool}" needs an idempotency key and none could be derived for this call. ${error.message}`;
+    case 'KEY_INVALID':
+      return `${error.code}: the ${keyName} is not usable: ${error.message}`;
+    case 'KEY_REUSED':
+      return error.conflictReason === 'user_mismatch'
+        ? `${error.code}: this ${keyName} was already used by a different user. Use a new ${keyName} for this request.`
+        : `${error.code}: this ${keyName} was already used with different arguments. Use a new ${keyName} for a new or changed request; reuse a ${keyName} only to retry the exact same request.`;
+    case 'IN_PROGRESS':
+      return `${error.code}: the first call with this ${keyName} is still running. Retry with the same ${keyName} to get its result; do not use a new one, or the action may run twice.${retryHint}`;
+    case 'INPUT_INVALID': {
+      const issues = (error.issues ?? [])
+        .map((issue) => (issue.path?.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
+        .join('; ');
+      return `${error.code}: the arguments for tool "${tool}" are invalid${issues ? ` (${issues})` : ''}. Nothing was done; fix the arguments and call again.`;
+    }
+    case 'LEDGER_UNAVAILABLE':
+    case 'LEASE_LOST':
+      return `${error.code}: ${error.message} Retry with the same ${keyName}; the action will not run twice.${retryHint}`;
+    case 'TOOL_FAILED':
+      if (error instanceof ToolFailure) {
+        const reason = error.reason ? ` (${error.reason})` : '';
+        return error.final
+          ? `${error.code}${reason}: ${error.message} This failure is final for this ${keyName}: retrying with it returns the same failure. Only if the user wants to try again (for example with changed details), use a new ${keyName}.`
+          : `${error.code}${reason}: ${error.message} You may retry with the same ${keyName}.`;
+      }
+      return `${error.code}: ${error.message}`;
+    default:
+      return `${error.code}: ${error.message}`;
+  }
+}
+
+/** The JSON view of an error that adapters attach next to the text, for programs rather than models. */
+export function errorPayload(error: ToolLedgerError): Record<string, unknown> {
+  const json = error.toJSON();
+  if (error instanceof ToolFailure) json.replayed = error.replayed;
+  return json;
+}
