@@ -54,14 +54,28 @@ export const METRIC = {
 } as const;
 
 /**
- * The names these metrics take in Prometheus (OTLP or @opentelemetry/exporter-prometheus, unit suffixes on).
- * Asserted against a real export in the tests.
+ * The names these metrics take in Prometheus when they travel over OTLP: through the Collector's `prometheus` or
+ * `prometheusremotewrite` exporter, or Prometheus's own OTLP receiver, with unit suffixes on (their default).
+ * Monotonic counters gain `_total`, unit `s` adds `_seconds`, and `{annotation}` units add nothing. The shipped
+ * dashboards and alert rules use these names.
  */
 export const PROMETHEUS_METRIC = {
   TOOL_CALLS: 'tool_ledger_tool_calls_total',
   EXECUTE_TOOL_DURATION: 'gen_ai_execute_tool_duration_seconds',
   WAIT_DURATION: 'tool_ledger_wait_duration_seconds',
   LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration_seconds',
+  RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
+} as const;
+
+/**
+ * The names @opentelemetry/exporter-prometheus (an in-process `/metrics` endpoint) writes: it adds `_total` to
+ * counters but no unit suffix. Asserted against a real serialization in the tests.
+ */
+export const PROMETHEUS_METRIC_IN_PROCESS = {
+  TOOL_CALLS: 'tool_ledger_tool_calls_total',
+  EXECUTE_TOOL_DURATION: 'gen_ai_execute_tool_duration',
+  WAIT_DURATION: 'tool_ledger_wait_duration',
+  LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration',
   RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
 } as const;
 
