@@ -204,7 +204,7 @@ describe('registerMcpTool over a real MCP client (in-memory transport)', () => {
       error: { code: 'KEY_REUSED', conflictReason: 'params_mismatch' },
     });
     expect((result.content[0] as { text: string }).text).toMatch(
-      /already used with different arguments\. Use a new idempotency_key/,
+      /already used with different arguments\. Nothing was done; use a new idempotency_key/,
     );
   });
 

@@ -5,9 +5,10 @@ import type { CallContext, InvokeReport, JobStatus } from '../../contract/types.
 import type { LedgerTool } from '../../middleware/tool.js';
 import { contextFromMeta, withCallAttributes } from '../shared/call-attributes.js';
 import { errorPayload, errorText, type KeySource } from '../shared/error-text.js';
+import { inputJsonSchema, withKeyArgument } from '../shared/json-schema.js';
 import { markLedgerCallback } from '../shared/marker.js';
 import { mcpCallAttributes } from './attributes.js';
-import { inputJsonSchema, publishedSchema, withKeyArgument } from './schema.js';
+import { publishedSchema } from './schema.js';
 import type { McpRequestExtra, RegisteredMcpTools, RegisterMcpToolOptions } from './types.js';
 
 /** `_meta` key of successful results: how the value was obtained. */
@@ -121,10 +122,18 @@ export function registerMcpTool(
   const keySource: KeySource = kind === 'read' ? { kind: 'runner' } : { kind: 'argument', field: keyField };
   const tool = ledgerTool as unknown as LedgerTool<unknown, unknown>;
 
-  let schema = inputJsonSchema(name, ledgerTool.input, options.inputJsonSchema);
+  let schema = inputJsonSchema(
+    name,
+    ledgerTool.input,
+    options.inputJsonSchema,
+    'registerMcpTool(server, tool, { inputJsonSchema })',
+  );
   let description = options.description ?? ledgerTool.description;
   if (kind !== 'read') {
-    schema = withKeyArgument(name, schema, keyField, keyArgumentDescription());
+    schema = withKeyArgument(name, schema, keyField, keyArgumentDescription(), {
+      required: true,
+      hint: 'registerMcpTool(server, tool, { keyField })',
+    });
     if (kind === 'job') {
       description = appendSentence(
         description,

@@ -1,0 +1,176 @@
+import { generateText, stepCountIs } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { createLedger, deriveKey, type Ledger, type LedgerTool } from '../../src/index.js';
+import { ledgerAiTool } from '../../src/integrations/ai-sdk/index.js';
+
+type LanguageModelV3GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
+type LanguageModelV3CallOptions = Parameters<MockLanguageModelV3['doGenerate']>[0];
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+};
+
+function toolCalls(
+  ...calls: Array<{ id: string; input: unknown; name?: string }>
+): LanguageModelV3GenerateResult {
+  return {
+    content: calls.map((call) => ({
+      type: 'tool-call' as const,
+      toolCallId: call.id,
+      toolName: call.name ?? 'send_email',
+      input: JSON.stringify(call.input),
+    })),
+    finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+    usage,
+    warnings: [],
+  };
+}
+
+const done: LanguageModelV3GenerateResult = {
+  content: [{ type: 'text', text: 'done' }],
+  finishReason: { unified: 'stop', raw: 'stop' },
+  usage,
+  warnings: [],
+};
+
+/** A scripted model: one canned response per step, and a record of what it was sent. */
+function scripted(...steps: LanguageModelV3GenerateResult[]) {
+  const seen: LanguageModelV3CallOptions[] = [];
+  const model = new MockLanguageModelV3({
+    doGenerate: async (options) => {
+      seen.push(options);
+      const step = steps.shift();
+      if (!step) throw new Error('script exhausted');
+      return step;
+    },
+  });
+  return { model, seen };
+}
+
+let ledger: Ledger;
+let sendEmail: LedgerTool<{ to: string; body: string }, { messageId: string }>;
+const deliveries: Array<{
+  to: string;
+  key: string | undefined;
+  tenant: string;
+  toolCallId: string | undefined;
+}> = [];
+
+beforeAll(async () => {
+  ledger = await createLedger({ pglite: 'memory://', telemetry: false });
+  sendEmail = ledger.tool({
+    name: 'send_email',
+    kind: 'mutation',
+    description: 'Sends an email.',
+    input: z.object({ to: z.string().email(), body: z.string() }),
+    handler: async (input, ctx) => {
+      deliveries.push({ to: input.to, key: ctx.key, tenant: ctx.tenant, toolCallId: ctx.toolCallId });
+      return { messageId: `m_${deliveries.length}` };
+    },
+  });
+});
+
+afterAll(async () => {
+  await ledger?.close();
+});
+
+describe('ledgerAiTool through generateText and the SDK mock model', () => {
+  it('publishes the input JSON Schema and no key argument', async () => {
+    const { model, seen } = scripted(done);
+    await generateText({
+      model,
+      prompt: 'hi',
+      tools: { send_email: ledgerAiTool(sendEmail, { conversationId: 'c' }) },
+    });
+    const published = seen[0]!.tools![0]!;
+    expect(published).toMatchObject({ type: 'function', name: 'send_email', description: 'Sends an email.' });
+    expect((published as { inputSchema: { required: string[] } }).inputSchema.required).toEqual([
+      'to',
+      'body',
+    ]);
+    expect(JSON.stringify(published)).not.toContain('idempotency');
+  });
+
+  it('derives the key from conversation + tool call id, and replays a repeated call', async () => {
+    deliveries.length = 0;
+    const args = { to: 'ann@example.test', body: 'Your invoice' };
+    const { model, seen } = scripted(
+      toolCalls({ id: 'call_1', input: args }),
+      // The same tool call again, as a retried or resumed generation would send it.
+      toolCalls({ id: 'call_1', input: args }),
+      done,
+    );
+    const result = await generateText({
+      model,
+      prompt: 'email ann',
+      tools: { send_email: ledgerAiTool(sendEmail) },
+      stopWhen: stepCountIs(5),
+      experimental_context: { conversationId: 'conv-42', tenant: 'acme' },
+    });
+    expect(result.text).toBe('done');
+    expect(deliveries).toEqual([
+      {
+        to: 'ann@example.test',
+        key: deriveKey({ runId: 'conv-42', toolCallId: 'call_1', tool: 'send_email' }),
+        tenant: 'acme',
+        toolCallId: 'call_1',
+      },
+    ]);
+    const outputs = result.steps.flatMap((step) => step.toolResults.map((r) => r.output));
+    expect(outputs).toEqual([{ messageId: 'm_1' }, { messageId: 'm_1' }]);
+    expect(seen).toHaveLength(3);
+
+    // The same call id in another conversation is another intent.
+    const other = scripted(toolCalls({ id: 'call_1', input: args }), done);
+    await generateText({
+      model: other.model,
+      prompt: 'email ann',
+      tools: { send_email: ledgerAiTool(sendEmail, { conversationId: 'conv-43', tenant: 'acme' }) },
+      stopWhen: stepCountIs(3),
+    });
+    expect(deliveries).toHaveLength(2);
+  });
+
+  it('sends ledger errors back to the model as tool errors it can act on, with the code kept', async () => {
+    const { model, seen } = scripted(
+      toolCalls({ id: 'call_7', input: { to: 'bob@example.test', body: 'a' } }),
+      toolCalls({ id: 'call_7', input: { to: 'bob@example.test', body: 'changed' } }),
+      toolCalls({ id: 'call_8', input: { to: 'not-an-email', body: 'a' } }),
+      done,
+    );
+    const result = await generateText({
+      model,
+      prompt: 'email bob',
+      tools: { send_email: ledgerAiTool(sendEmail, { conversationId: 'conv-err' }) },
+      stopWhen: stepCountIs(5),
+    });
+    const errors = result.steps.flatMap((step) =>
+      step.content
+        .filter((part) => part.type === 'tool-error')
+        .map((part) => part.error as { code: string; message: string }),
+    );
+    expect(errors.map((e) => e.code)).toEqual(['KEY_REUSED', 'INPUT_INVALID']);
+    expect(errors[0]!.message).toMatch(/Nothing was done; make a new tool call/);
+    // What the model sees on its next step.
+    const lastPrompt = JSON.stringify(seen[3]!.prompt);
+    expect(lastPrompt).toContain('KEY_REUSED');
+    expect(lastPrompt).toContain('INPUT_INVALID');
+  });
+
+  it('refuses to guess a key without a conversation id', async () => {
+    const { model } = scripted(toolCalls({ id: 'call_9', input: { to: 'c@example.test', body: 'x' } }), done);
+    const before = deliveries.length;
+    const result = await generateText({
+      model,
+      prompt: 'x',
+      tools: { send_email: ledgerAiTool(sendEmail) },
+      stopWhen: stepCountIs(3),
+    });
+    const error = result.steps[0]!.content.find((part) => part.type === 'tool-error');
+    expect((error as { error: { code: string } }).error.code).toBe('KEY_REQUIRED');
+    expect(deliveries.length).toBe(before);
+  });
+});
