@@ -95,7 +95,10 @@ export function checkSeconds(name: string, value: number | undefined, fallback: 
 }
 
 /** Resolves every default in one place and freezes the result. */
-export function resolveConfig(options: LedgerOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
+export function resolveConfig(
+  options: LedgerOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): ResolvedConfig {
   const given = (['connectionString', 'pool', 'pglite'] as const).filter((k) => options[k] !== undefined);
   if (given.length > 1) {
     throw invalid(`Pass only one of connectionString, pool and pglite (got ${given.join(' and ')}).`);
@@ -103,7 +106,9 @@ export function resolveConfig(options: LedgerOptions = {}, env: NodeJS.ProcessEn
   let database: DatabaseChoice;
   if (options.connectionString !== undefined) {
     if (typeof options.connectionString !== 'string' || options.connectionString === '') {
-      throw invalid('connectionString must be a non-empty Postgres URL such as postgres://user@host:5432/db.');
+      throw invalid(
+        'connectionString must be a non-empty Postgres URL such as postgres://user@host:5432/db.',
+      );
     }
     database = { kind: 'connectionString', connectionString: options.connectionString };
   } else if (options.pool !== undefined) {
@@ -124,7 +129,8 @@ export function resolveConfig(options: LedgerOptions = {}, env: NodeJS.ProcessEn
   }
   const leaseSeconds = checkSeconds('leaseSeconds', options.leaseSeconds, DEFAULTS.leaseSeconds, 0.05);
   const poolSize = options.poolSize ?? DEFAULTS.poolSize;
-  if (!Number.isInteger(poolSize) || poolSize < 1) throw invalid(`poolSize must be a positive integer, got ${poolSize}.`);
+  if (!Number.isInteger(poolSize) || poolSize < 1)
+    throw invalid(`poolSize must be a positive integer, got ${poolSize}.`);
 
   return Object.freeze({
     database,

@@ -1,10 +1,10 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { type LedgerOptions, type ResolvedConfig, resolveConfig } from './config.js';
+import { checkSeconds, type LedgerOptions, type ResolvedConfig, resolveConfig } from './config.js';
 import { ToolLedgerError } from './contract/errors.js';
 import { noopObserver } from './contract/observer.js';
 import type { CallInputOf, JobStatus, ToolOptions } from './contract/types.js';
 import type { Driver } from './ledger/driver.js';
-import { pgDriver, type PgPoolLike } from './ledger/drivers/pg.js';
+import { type PgPoolLike, pgDriver } from './ledger/drivers/pg.js';
 import { openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { migrationScript } from './ledger/migrations.js';
@@ -24,6 +24,14 @@ export interface PurgeOptions {
   readonly onProgress?: (deletedSoFar: number) => void;
 }
 
+export interface CloseOptions {
+  /**
+   * How long to wait for handlers and jobs still running.
+   * @default 10
+   */
+  readonly timeoutSeconds?: number;
+}
+
 export interface Ledger {
   /** The resolved, frozen configuration. */
   readonly config: ResolvedConfig;
@@ -38,8 +46,11 @@ export interface Ledger {
   purgeExpired(options?: PurgeOptions): Promise<number>;
   /** The migration SQL for this ledger's schema, for DBAs who apply it by hand. */
   migrationSql(): string;
-  /** Waits for calls and background jobs in flight, then closes what the ledger opened. */
-  close(): Promise<void>;
+  /**
+   * Refuses new calls, waits for calls and background jobs in flight (up to `timeoutSeconds`; handlers still
+   * running then see `ctx.signal` abort and their leases lapse), then closes what the ledger opened.
+   */
+  close(options?: CloseOptions): Promise<void>;
 }
 
 async function openDriver(config: ResolvedConfig): Promise<Driver> {
@@ -101,7 +112,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     }) as Ledger['tool'],
     async purgeExpired({ batchSize = 1000, onProgress } = {}) {
       if (!Number.isInteger(batchSize) || batchSize < 1) {
-        throw new ToolLedgerError('CONFIG_INVALID', `batchSize must be a positive integer, got ${batchSize}.`);
+        throw new ToolLedgerError(
+          'CONFIG_INVALID',
+          `batchSize must be a positive integer, got ${batchSize}.`,
+        );
       }
       let total = 0;
       for (;;) {
@@ -112,9 +126,9 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       }
     },
     migrationSql: () => migrationScript(config.schema),
-    close() {
+    close({ timeoutSeconds = 10 }: CloseOptions = {}) {
       closing ??= (async () => {
-        await runtime.drain();
+        await runtime.drain(checkSeconds('timeoutSeconds', timeoutSeconds, 10, 0) * 1000);
         await notifier.close();
         await driver.close();
       })();

@@ -16,7 +16,7 @@ interface Options {
   readonly storable: boolean;
 }
 
-const REFUSED_CLASSES: ReadonlyArray<[Function, string]> = [
+const REFUSED_CLASSES: ReadonlyArray<[abstract new (...args: never[]) => object, string]> = [
   [Map, 'a Map'],
   [Set, 'a Set'],
   [WeakMap, 'a WeakMap'],
@@ -34,7 +34,11 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
 
   const walk = (input: unknown, path: string, key: string): JsonValue | undefined => {
     let current = input;
-    if (current !== null && typeof current === 'object' && typeof (current as { toJSON?: unknown }).toJSON === 'function') {
+    if (
+      current !== null &&
+      typeof current === 'object' &&
+      typeof (current as { toJSON?: unknown }).toJSON === 'function'
+    ) {
       current = (current as { toJSON: (k: string) => unknown }).toJSON(key);
     }
     switch (typeof current) {
@@ -61,7 +65,7 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
     if (current === null) return null;
     const object = current as object;
     for (const [cls, label] of REFUSED_CLASSES) {
-      if (object instanceof (cls as new () => object)) throw new NotJsonError(path, `${label} is not JSON`);
+      if (object instanceof cls) throw new NotJsonError(path, `${label} is not JSON`);
     }
     if (ancestors.includes(object)) throw new NotJsonError(path, 'circular reference');
     ancestors.push(object);

@@ -9,7 +9,8 @@ const UNPRINTABLE = /[\p{Cc}\p{Cs}\u2028\u2029]/u;
 export function describeUnprintable(value: string): string | undefined {
   if (!value.isWellFormed()) return 'contains an unpaired surrogate';
   const match = UNPRINTABLE.exec(value);
-  if (match) return `contains the control character U+${match[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+  if (match)
+    return `contains the control character U+${match[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
   return undefined;
 }
 
@@ -29,14 +30,20 @@ export function assertValidKey(key: unknown, tool: string): asserts key is strin
 }
 
 /** Tenant and user ids are stored verbatim; only what Postgres cannot store is refused. */
-export function assertStorableId(value: unknown, field: 'tenant' | 'user', tool: string): asserts value is string {
+export function assertStorableId(
+  value: unknown,
+  field: 'tenant' | 'user',
+  tool: string,
+): asserts value is string {
   const fail = (why: string) =>
     new ToolLedgerError(
       'CONTEXT_INVALID',
       `The ${field} passed to tool "${tool}" ${why}. Pass a non-empty string without control characters.`,
     );
-  if (typeof value !== 'string') throw fail(`must be a string, got ${value === null ? 'null' : typeof value}`);
+  if (typeof value !== 'string')
+    throw fail(`must be a string, got ${value === null ? 'null' : typeof value}`);
   if (value.length === 0) throw fail('is empty');
   if (value.length > 1024) throw fail(`is ${value.length} characters long (at most 1024)`);
-  if (value.includes('\u0000') || !value.isWellFormed()) throw fail('contains a NUL or an unpaired surrogate');
+  if (value.includes('\u0000') || !value.isWellFormed())
+    throw fail('contains a NUL or an unpaired surrogate');
 }

@@ -105,8 +105,12 @@ export interface ToolOptions<TSchema extends StandardSchemaV1 | undefined, TOutp
   readonly ttlSeconds?: number;
 }
 
-export type InputOf<TSchema> = TSchema extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<TSchema> : unknown;
-export type CallInputOf<TSchema> = TSchema extends StandardSchemaV1 ? StandardSchemaV1.InferInput<TSchema> : unknown;
+export type InputOf<TSchema> = TSchema extends StandardSchemaV1
+  ? StandardSchemaV1.InferOutput<TSchema>
+  : unknown;
+export type CallInputOf<TSchema> = TSchema extends StandardSchemaV1
+  ? StandardSchemaV1.InferInput<TSchema>
+  : unknown;
 
 export type JobState = 'running' | 'succeeded' | 'failed' | 'abandoned';
 

@@ -40,5 +40,8 @@ export function leaseRemainingMs(row: RunRow): number {
 }
 
 export function isExpired(row: RunRow): boolean {
-  return row.expires_at.getTime() <= row.db_now.getTime() && !(row.status === 'in_progress' && leaseRemainingMs(row) > 0);
+  return (
+    row.expires_at.getTime() <= row.db_now.getTime() &&
+    !(row.status === 'in_progress' && leaseRemainingMs(row) > 0)
+  );
 }

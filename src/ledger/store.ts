@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import type { Queryable, StoredError } from '../contract/types.js';
+import { createHash, randomUUID } from 'node:crypto';
 import type { LedgerOperation } from '../contract/observer.js';
+import type { Queryable, StoredError } from '../contract/types.js';
 import type { Driver } from './driver.js';
 import { ledgerUnavailable } from './errors.js';
 import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
@@ -14,7 +14,6 @@ import {
   recordConflictSql,
   renewLeaseSql,
 } from './sql.js';
-import { createHash } from 'node:crypto';
 
 export type OperationTimer = (operation: LedgerOperation, seconds: number) => void;
 
@@ -125,7 +124,11 @@ export class LedgerStore {
   }
 
   /** Returns the completion time, or undefined when the fence refused the write (the lease was lost). */
-  async complete(completion: Completion, timer?: OperationTimer, client?: Queryable): Promise<Date | undefined> {
+  async complete(
+    completion: Completion,
+    timer?: OperationTimer,
+    client?: Queryable,
+  ): Promise<Date | undefined> {
     const rows = await this.#run<{ completed_at: Date }>(
       client ?? this.#driver,
       this.#sql.complete!,
@@ -149,7 +152,14 @@ export class LedgerStore {
 
   /** True while the lease is still ours. */
   async renewLease(id: string, attempt: number, owner: string, leaseSeconds: number): Promise<boolean> {
-    const rows = await this.#run(this.#driver, this.#sql.renew!, [id, attempt, owner, leaseSeconds], 'renew the lease', undefined, undefined);
+    const rows = await this.#run(
+      this.#driver,
+      this.#sql.renew!,
+      [id, attempt, owner, leaseSeconds],
+      'renew the lease',
+      undefined,
+      undefined,
+    );
     return rows.length > 0;
   }
 
@@ -157,7 +167,12 @@ export class LedgerStore {
     await this.#run(this.#driver, this.#sql.conflict!, [id], 'record the conflict', undefined, undefined);
   }
 
-  async findJob(tenant: string, tool: string, jobId: string, timer?: OperationTimer): Promise<RunRow | undefined> {
+  async findJob(
+    tenant: string,
+    tool: string,
+    jobId: string,
+    timer?: OperationTimer,
+  ): Promise<RunRow | undefined> {
     const rows = await this.#run<Record<string, unknown>>(
       this.#driver,
       this.#sql.findJob!,
@@ -169,7 +184,12 @@ export class LedgerStore {
     return rows[0] ? normalizeRow<RunRow>(rows[0]) : undefined;
   }
 
-  async findRun(tenant: string, tool: string, key: string, timer?: OperationTimer): Promise<RunRow | undefined> {
+  async findRun(
+    tenant: string,
+    tool: string,
+    key: string,
+    timer?: OperationTimer,
+  ): Promise<RunRow | undefined> {
     const rows = await this.#run<Record<string, unknown>>(
       this.#driver,
       this.#sql.findRun!,
@@ -182,7 +202,14 @@ export class LedgerStore {
   }
 
   async countExpired(): Promise<number> {
-    const rows = await this.#run<{ count: string }>(this.#driver, this.#sql.countExpired!, [], 'count expired rows', undefined, undefined);
+    const rows = await this.#run<{ count: string }>(
+      this.#driver,
+      this.#sql.countExpired!,
+      [],
+      'count expired rows',
+      undefined,
+      undefined,
+    );
     return Number(rows[0]?.count ?? 0);
   }
 

@@ -7,6 +7,7 @@ import type { LedgerStore } from '../ledger/store.js';
 /** What every tool of one ledger shares. Internal. */
 export class LedgerRuntime {
   readonly #pending = new Set<Promise<unknown>>();
+  readonly #closing = new AbortController();
   #closed = false;
 
   constructor(
@@ -37,8 +38,30 @@ export class LedgerRuntime {
     return work;
   }
 
-  async drain(): Promise<void> {
+  /** Aborts when the ledger closes without the work having finished; handlers see it through `ctx.signal`. */
+  get closingSignal(): AbortSignal {
+    return this.#closing.signal;
+  }
+
+  /**
+   * Refuses new calls, then waits up to `timeoutMs` for work in flight. Work still running after that is told to
+   * stop through its signal and left behind: its lease lapses and a later call resumes it.
+   */
+  async drain(timeoutMs: number): Promise<void> {
     this.#closed = true;
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    try {
+      while (this.#pending.size > 0) {
+        if ((await Promise.race([Promise.allSettled([...this.#pending]), timeout])) === 'timeout') break;
+      }
+    } finally {
+      clearTimeout(timer);
+      this.#closing.abort(
+        new ToolLedgerError('LEDGER_CLOSED', 'The ledger closed while this handler was still running.'),
+      );
+    }
   }
 }

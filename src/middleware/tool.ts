@@ -92,11 +92,16 @@ function checkDefinition(definition: ToolOptions<StandardSchemaV1 | undefined, u
     );
   }
   if (!KINDS.includes(definition.kind)) {
-    throw invalid(`Tool "${definition.name}" has kind ${JSON.stringify(definition.kind)}; use 'read', 'mutation' or 'job'.`);
+    throw invalid(
+      `Tool "${definition.name}" has kind ${JSON.stringify(definition.kind)}; use 'read', 'mutation' or 'job'.`,
+    );
   }
-  if (typeof definition.handler !== 'function') throw invalid(`Tool "${definition.name}" needs a handler function.`);
+  if (typeof definition.handler !== 'function')
+    throw invalid(`Tool "${definition.name}" needs a handler function.`);
   if (definition.input !== undefined && typeof definition.input?.['~standard']?.validate !== 'function') {
-    throw invalid(`Tool "${definition.name}": input must be a Standard Schema validator (zod 4, valibot, arktype).`);
+    throw invalid(
+      `Tool "${definition.name}": input must be a Standard Schema validator (zod 4, valibot, arktype).`,
+    );
   }
   if (definition.transactional && definition.kind !== 'mutation') {
     throw invalid(`Tool "${definition.name}": transactional is only supported for kind 'mutation'.`);
@@ -111,7 +116,12 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const { config, store, notifier, observer } = runtime;
   const name = definition.name;
   const kind = definition.kind;
-  const leaseSeconds = checkSeconds(`${name}.leaseSeconds`, definition.leaseSeconds, config.leaseSeconds, 0.05);
+  const leaseSeconds = checkSeconds(
+    `${name}.leaseSeconds`,
+    definition.leaseSeconds,
+    config.leaseSeconds,
+    0.05,
+  );
   const waitMs = checkSeconds(`${name}.waitSeconds`, definition.waitSeconds, config.waitSeconds, 0) * 1000;
   const ttlSeconds = checkSeconds(`${name}.ttlSeconds`, definition.ttlSeconds, config.ttlSeconds, 0);
   const volatileFields = [...(definition.volatileFields ?? [])];
@@ -161,7 +171,11 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     scope: CallScope,
     facts: CallFacts,
   ): Promise<{ value: unknown; completedAt: Date }> => {
-    const lease = holdLease(store, { id: row.id, attempt: row.attempt, owner: row.lease_owner! }, leaseSeconds);
+    const lease = holdLease(
+      store,
+      { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
+      leaseSeconds,
+    );
     const base = { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner!, ttlSeconds };
     const handlerContext = (db: Queryable | undefined): HandlerContext => ({
       tool: name,
@@ -171,7 +185,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       toolCallId: context.toolCallId,
       attempt: row.attempt,
       jobId: row.job_id ?? undefined,
-      signal: lease.signal,
+      signal: AbortSignal.any([lease.signal, runtime.closingSignal]),
       db,
       renewLease: lease.renew,
     });
@@ -189,7 +203,10 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     };
     const recordFailure = async (error: unknown, final: boolean) => {
       try {
-        await complete({ ...base, status: 'failed', final, resultJson: null, error: toStoredError(error, final) }, scope);
+        await complete(
+          { ...base, status: 'failed', final, resultJson: null, error: toStoredError(error, final) },
+          scope,
+        );
       } catch {
         // The caller gets the handler's own error; an unrecorded failure just leaves the lease to lapse.
       }
@@ -281,7 +298,14 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
           db: undefined,
           renewLease: async () => {},
         });
-        return { outcome: 'executed' as const, value, tenant, paramsHash: undefined, completedAt: new Date(), row: undefined };
+        return {
+          outcome: 'executed' as const,
+          value,
+          tenant,
+          paramsHash: undefined,
+          completedAt: new Date(),
+          row: undefined,
+        };
       } finally {
         facts.executionSeconds = (performance.now() - started) / 1000;
         scope.handlerFinished();
@@ -341,10 +365,24 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
           if (kind === 'job') {
             const work = execute(row, validated, context, tenant, scope, facts).catch(() => {});
             void runtime.track(work);
-            return { outcome: 'executed' as const, value: jobStatusOf({ ...row, status: 'in_progress' }), tenant, paramsHash, completedAt: undefined, row };
+            return {
+              outcome: 'executed' as const,
+              value: jobStatusOf({ ...row, status: 'in_progress' }),
+              tenant,
+              paramsHash,
+              completedAt: undefined,
+              row,
+            };
           }
           const done = await execute(row, validated, context, tenant, scope, facts);
-          return { outcome: 'executed' as const, value: done.value, tenant, paramsHash, completedAt: done.completedAt, row };
+          return {
+            outcome: 'executed' as const,
+            value: done.value,
+            tenant,
+            paramsHash,
+            completedAt: done.completedAt,
+            row,
+          };
         }
         case 'replay':
           facts.original = spanOf(row);
@@ -360,7 +398,14 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
         case 'final_failure':
           facts.original = spanOf(row);
           if (kind === 'job') {
-            return { outcome: 'replayed' as const, value: jobStatusOf(row), tenant, paramsHash, completedAt: row.completed_at ?? undefined, row };
+            return {
+              outcome: 'replayed' as const,
+              value: jobStatusOf(row),
+              tenant,
+              paramsHash,
+              completedAt: row.completed_at ?? undefined,
+              row,
+            };
           }
           throw replayedFailure(row.error_json!);
         case 'conflict':
@@ -375,11 +420,25 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
           );
         case 'abandoned':
           facts.original = spanOf(row);
-          return { outcome: 'replayed' as const, value: jobStatusOf(row), tenant, paramsHash, completedAt: undefined, row };
+          return {
+            outcome: 'replayed' as const,
+            value: jobStatusOf(row),
+            tenant,
+            paramsHash,
+            completedAt: undefined,
+            row,
+          };
         case 'running': {
           facts.original = spanOf(row);
           if (kind === 'job') {
-            return { outcome: 'replayed' as const, value: jobStatusOf(row), tenant, paramsHash, completedAt: undefined, row };
+            return {
+              outcome: 'replayed' as const,
+              value: jobStatusOf(row),
+              tenant,
+              paramsHash,
+              completedAt: undefined,
+              row,
+            };
           }
           const remaining = waitMs - (performance.now() - waitStarted);
           if (remaining <= 0 || context.signal?.aborted) {
@@ -484,7 +543,10 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     async getJob(jobId: string, context: Pick<CallContext, 'tenant'> = {}): Promise<JobStatus | undefined> {
       runtime.assertOpen(name);
       if (kind !== 'job') {
-        throw new ToolLedgerError('CONFIG_INVALID', `Tool "${name}" is a ${kind}, not a job; getJob is only for kind 'job'.`);
+        throw new ToolLedgerError(
+          'CONFIG_INVALID',
+          `Tool "${name}" is a ${kind}, not a job; getJob is only for kind 'job'.`,
+        );
       }
       const tenant = context.tenant ?? 'default';
       assertStorableId(tenant, 'tenant', name);

@@ -16,15 +16,23 @@ function describe(issues: readonly ValidationIssue[]): string {
 }
 
 /** Runs a Standard Schema validator. Nothing touches the ledger before this passes. */
-export async function validateInput(schema: StandardSchemaV1 | undefined, input: unknown, tool: string): Promise<unknown> {
+export async function validateInput(
+  schema: StandardSchemaV1 | undefined,
+  input: unknown,
+  tool: string,
+): Promise<unknown> {
   if (!schema) return input;
   let result: StandardSchemaV1.Result<unknown>;
   try {
     result = await schema['~standard'].validate(input);
   } catch (error) {
-    throw new ToolLedgerError('INPUT_INVALID', `The input validator of tool "${tool}" threw: ${String(error)}. Nothing was saved.`, {
-      cause: error,
-    });
+    throw new ToolLedgerError(
+      'INPUT_INVALID',
+      `The input validator of tool "${tool}" threw: ${String(error)}. Nothing was saved.`,
+      {
+        cause: error,
+      },
+    );
   }
   if (result.issues) {
     const issues = result.issues.map(toIssue);

@@ -40,13 +40,21 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
 
   it('executes a first valid key once and persists its result', async () => {
     const { tool, executions, rows } = await invoiceSetup();
-    const report = await tool.invoke({ customer: 'c_1', amountCents: 4500 }, { key: 'k-first', tenant: 'acme' });
+    const report = await tool.invoke(
+      { customer: 'c_1', amountCents: 4500 },
+      { key: 'k-first', tenant: 'acme' },
+    );
     expect(report).toMatchObject({ outcome: 'executed', attempt: 1, tenant: 'acme', waitedMs: 0 });
     expect(report.value).toEqual({ invoiceId: 'inv_1', customer: 'c_1', amountCents: 4500 });
     expect(report.paramsHash).toMatch(/^[0-9a-f]{64}$/);
     expect(executions).toHaveLength(1);
     const [row] = await rows('k-first');
-    expect(row).toMatchObject({ status: 'succeeded', attempt: 1, tenant_id: 'acme', tool_name: 'create_invoice' });
+    expect(row).toMatchObject({
+      status: 'succeeded',
+      attempt: 1,
+      tenant_id: 'acme',
+      tool_name: 'create_invoice',
+    });
     expect(row?.result_json).toEqual(report.value);
     expect(row?.parameter_hash).toBe(report.paramsHash);
   });
@@ -86,23 +94,31 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
 
   it('saves nothing when validation fails', async () => {
     const { tool, executions, rows } = await invoiceSetup();
-    const error = await rejection(tool.call({ customer: 'c_1', amountCents: -5 } as never, { key: 'k-invalid' }));
+    const error = await rejection(
+      tool.call({ customer: 'c_1', amountCents: -5 } as never, { key: 'k-invalid' }),
+    );
     expect(error.code).toBe('INPUT_INVALID');
     expect(error.issues?.[0]?.path).toEqual(['amountCents']);
     expect(executions).toHaveLength(0);
     expect(await rows('k-invalid')).toHaveLength(0);
     // Fixing the input with the same key then executes normally.
-    expect((await tool.invoke({ customer: 'c_1', amountCents: 5 }, { key: 'k-invalid' })).outcome).toBe('executed');
+    expect((await tool.invoke({ customer: 'c_1', amountCents: 5 }, { key: 'k-invalid' })).outcome).toBe(
+      'executed',
+    );
   });
 
   it('requires a valid key for mutations and jobs, but not for read tools', async () => {
     const { ledger, tool } = await invoiceSetup();
     expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }))).code).toBe('KEY_REQUIRED');
-    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: '' }))).code).toBe('KEY_INVALID');
-    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: 'x'.repeat(256) }))).code).toBe(
+    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: '' }))).code).toBe(
       'KEY_INVALID',
     );
-    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: 'a\nb' }))).code).toBe('KEY_INVALID');
+    expect(
+      (await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: 'x'.repeat(256) }))).code,
+    ).toBe('KEY_INVALID');
+    expect((await rejection(tool.call({ customer: 'c', amountCents: 1 }, { key: 'a\nb' }))).code).toBe(
+      'KEY_INVALID',
+    );
     let reads = 0;
     const read = ledger.tool({ name: 'get_invoice', kind: 'read', handler: () => ({ reads: ++reads }) });
     expect(await read.call({})).toEqual({ reads: 1 });
@@ -122,9 +138,9 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     expect(b.outcome).toBe('executed');
     expect(b.value).not.toEqual(a.value);
     // Different parameters in another tenant are not a conflict: the key space is per tenant.
-    expect((await tool.invoke({ customer: 'z', amountCents: 9 }, { key: hostileKey, tenant: 'other' })).outcome).toBe(
-      'executed',
-    );
+    expect(
+      (await tool.invoke({ customer: 'z', amountCents: 9 }, { key: hostileKey, tenant: 'other' })).outcome,
+    ).toBe('executed');
     expect(executions).toHaveLength(3);
     const stored = await rows(hostileKey);
     expect(stored.map((r) => r.tenant_id).sort()).toEqual(["t'a", 't"b', 'other'].sort());
@@ -157,7 +173,10 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
       kind: 'mutation',
       handler: async () => {
         calls++;
-        throw new ToolFailure('Card declined', { reason: 'card_declined', details: { declineCode: 'insufficient_funds' } });
+        throw new ToolFailure('Card declined', {
+          reason: 'card_declined',
+          details: { declineCode: 'insufficient_funds' },
+        });
       },
     });
     const first = await rejection(tool.call({ amount: 5 }, { key: 'k-final' }));
@@ -216,7 +235,9 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     expect(retry.outcome).toBe('replayed');
     expect(retry.value).toMatchObject({ jobId: first.jobId, status: 'running' });
     finish();
-    await expect.poll(async () => (await job.call({ table: 'invoices' }, { key: 'k-job' })).status).toBe('succeeded');
+    await expect
+      .poll(async () => (await job.call({ table: 'invoices' }, { key: 'k-job' })).status)
+      .toBe('succeeded');
     expect(await job.call({ table: 'invoices' }, { key: 'k-job' })).toEqual({
       jobId: first.jobId,
       status: 'succeeded',
@@ -242,9 +263,13 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
         return { id };
       },
     });
-    await expect(tool.call({ id: 'inv_a', fail: true }, { key: 'k-tx-fail' })).rejects.toThrow('downstream refused');
+    await expect(tool.call({ id: 'inv_a', fail: true }, { key: 'k-tx-fail' })).rejects.toThrow(
+      'downstream refused',
+    );
     expect(await backend.sql(`SELECT id FROM "${ledger.schema}".invoices`)).toEqual([]);
-    const [failed] = await backend.sql(`SELECT status FROM "${ledger.schema}".tool_runs WHERE idempotency_key = 'k-tx-fail'`);
+    const [failed] = await backend.sql(
+      `SELECT status FROM "${ledger.schema}".tool_runs WHERE idempotency_key = 'k-tx-fail'`,
+    );
     expect(failed).toEqual({ status: 'failed' });
 
     expect(await tool.call({ id: 'inv_b' }, { key: 'k-tx-ok' })).toEqual({ id: 'inv_b' });
@@ -268,7 +293,12 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
         return { done: true };
       },
     });
-    const impatient = ledger.tool({ name: 'slow', kind: 'mutation', waitSeconds: 0, handler: () => ({ never: true }) });
+    const impatient = ledger.tool({
+      name: 'slow',
+      kind: 'mutation',
+      waitSeconds: 0,
+      handler: () => ({ never: true }),
+    });
     const first = slow.invoke({}, { key: 'k-wait' });
     await expect.poll(() => calls).toBe(1);
     const error = await rejection(impatient.call({}, { key: 'k-wait' }));
@@ -366,7 +396,11 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     const rows = () => backend.sql(`SELECT status, final, error_json FROM "${ledger.schema}".tool_runs`);
     expect(await rows()).toEqual([]);
 
-    const weirdResult = ledger.tool({ name: 'weird_result', kind: 'mutation', handler: () => ({ big: 10n }) });
+    const weirdResult = ledger.tool({
+      name: 'weird_result',
+      kind: 'mutation',
+      handler: () => ({ big: 10n }),
+    });
     const error = await rejection(weirdResult.call({}, { key: 'k-bad-result' }));
     expect(error).toMatchObject({ code: 'RESULT_INVALID', retryable: false });
     const [row] = await rows();
@@ -374,5 +408,50 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     // The side effect ran once; a retry must not repeat it, and says why.
     const replay = await rejection(weirdResult.call({}, { key: 'k-bad-result' }));
     expect(replay.message).toMatch(/cannot be stored as JSON/);
+  });
+});
+
+describe.each(backends)('jobs after a crash on %s', (_name, makeBackend) => {
+  const backend = makeBackend();
+
+  async function crashedJob(resumeAbandoned: boolean) {
+    const ledger = await backend.open();
+    let runs = 0;
+    const job = ledger.tool({
+      name: 'rebuild_index',
+      kind: 'job',
+      resumeAbandoned,
+      handler: async () => {
+        runs++;
+        if (runs === 1) await new Promise(() => {}); // the first worker never finishes: its process "died"
+        return { rebuilt: true };
+      },
+    });
+    const first = await job.call({}, { key: 'k-crash' });
+    await expect.poll(() => runs).toBe(1);
+    await backend.sql(
+      `UPDATE "${ledger.schema}".tool_runs SET lease_expires_at = now() - interval '1 second' WHERE job_id = $1`,
+      [first.jobId],
+    );
+    return { job, first, runs: () => runs };
+  }
+
+  it('resumes an abandoned job under the same job id', async () => {
+    const { job, first, runs } = await crashedJob(true);
+    const resumed = await job.call({}, { key: 'k-crash' });
+    expect(resumed).toMatchObject({ jobId: first.jobId, status: 'running', attempt: 2 });
+    await expect.poll(async () => (await job.getJob(first.jobId))?.status).toBe('succeeded');
+    expect(runs()).toBe(2);
+  });
+
+  it('reports an abandoned job instead of running forever when resuming is off', async () => {
+    const { job, first, runs } = await crashedJob(false);
+    expect(await job.call({}, { key: 'k-crash' })).toMatchObject({
+      jobId: first.jobId,
+      status: 'abandoned',
+      attempt: 1,
+    });
+    expect(await job.getJob(first.jobId)).toMatchObject({ status: 'abandoned' });
+    expect(runs()).toBe(1);
   });
 });

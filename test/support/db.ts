@@ -29,7 +29,7 @@ export function postgresBackend(): Backend {
   const schemas: string[] = [];
   const ledgers: Ledger[] = [];
   afterAll(async () => {
-    await Promise.allSettled(ledgers.map((l) => l.close()));
+    await Promise.allSettled(ledgers.map((l) => l.close({ timeoutSeconds: 0.5 })));
     for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await pool.end();
   });
@@ -38,7 +38,12 @@ export function postgresBackend(): Backend {
     async open(options = {}) {
       const schema = options.schema ?? uniqueSchema();
       schemas.push(schema);
-      const ledger = await createLedger({ connectionString: databaseUrl(), telemetry: false, ...options, schema });
+      const ledger = await createLedger({
+        connectionString: databaseUrl(),
+        telemetry: false,
+        ...options,
+        schema,
+      });
       ledgers.push(ledger);
       return { ...ledger, schema };
     },
@@ -50,22 +55,32 @@ export function postgresBackend(): Backend {
 
 /** The embedded path: one in-memory PGlite per file. */
 export function pgliteBackend(): Backend {
-  const db = new PGlite();
+  // Created on first use: starting PGlite compiles WebAssembly, which would stall other suites' timings.
+  let instance: PGlite | undefined;
+  const database = () => {
+    instance ??= new PGlite();
+    return instance;
+  };
   const ledgers: Ledger[] = [];
   afterAll(async () => {
-    await Promise.allSettled(ledgers.map((l) => l.close()));
-    await db.close();
+    await Promise.allSettled(ledgers.map((l) => l.close({ timeoutSeconds: 0.5 })));
+    await instance?.close();
   });
   return {
     name: 'pglite',
     async open(options = {}) {
       const schema = options.schema ?? uniqueSchema();
-      const ledger = await createLedger({ pglite: db as never, telemetry: false, ...options, schema });
+      const ledger = await createLedger({
+        pglite: database() as never,
+        telemetry: false,
+        ...options,
+        schema,
+      });
       ledgers.push(ledger);
       return { ...ledger, schema };
     },
     async sql(text, params) {
-      return (await db.query(text, params)).rows as never;
+      return (await database().query(text, params)).rows as never;
     },
   };
 }

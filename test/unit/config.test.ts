@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/config.js';
+
+describe('resolveConfig', () => {
+  it('resolves documented defaults and freezes them', () => {
+    const config = resolveConfig({}, {});
+    expect(config).toMatchObject({
+      schema: 'tool_ledger',
+      ttlSeconds: 86400,
+      leaseSeconds: 30,
+      waitSeconds: 10,
+    });
+    expect(config.database).toEqual({ kind: 'pglite', pglite: undefined });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('uses DATABASE_URL when no database option is given', () => {
+    expect(resolveConfig({}, { DATABASE_URL: 'postgres://x/db' }).database).toEqual({
+      kind: 'connectionString',
+      connectionString: 'postgres://x/db',
+    });
+    expect(resolveConfig({ pglite: 'memory://' }, { DATABASE_URL: 'postgres://x/db' }).database.kind).toBe(
+      'pglite',
+    );
+  });
+
+  it.each([
+    [{ schema: 'bad-name' }, /schema/],
+    [{ schema: 'a"; DROP' }, /schema/],
+    [{ ttlSeconds: -1 }, /ttlSeconds/],
+    [{ leaseSeconds: 0 }, /leaseSeconds/],
+    [{ waitSeconds: Number.NaN }, /waitSeconds/],
+    [{ connectionString: 'postgres://a', pglite: 'memory://' }, /only one/],
+    [{ poolSize: 0 }, /poolSize/],
+  ])('refuses %o with CONFIG_INVALID', (options, message) => {
+    expect(() => resolveConfig(options as never, {})).toThrow(message);
+    try {
+      resolveConfig(options as never, {});
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'CONFIG_INVALID', retryable: false });
+    }
+  });
+});
