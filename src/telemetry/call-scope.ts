@@ -2,6 +2,7 @@ import {
   type Attributes,
   type Context,
   context,
+  createContextKey,
   isSpanContextValid,
   type Span,
   SpanKind,
@@ -35,6 +36,12 @@ const KNOWN_OUTCOMES = new Set<string>(OUTCOMES);
 const KNOWN_OPERATIONS = new Set<string>(LEDGER_OPERATIONS);
 const HEX_TRACE_ID = /^[0-9a-f]{32}$/;
 const HEX_SPAN_ID = /^[0-9a-f]{16}$/;
+/**
+ * Attributes an adapter knows and the ledger does not (MCP session and JSON-RPC request ids), left in the
+ * context by `withCallAttributes` in src/integrations/shared: they belong on this span, not on a second one.
+ * `createContextKey` is keyed by `Symbol.for`, so this finds the adapter's slot without importing it.
+ */
+const CALL_ATTRIBUTES_KEY = createContextKey('tool-ledger.call-attributes');
 
 function isValidRef(ref: SpanRef | undefined): ref is SpanRef {
   return (
@@ -97,6 +104,11 @@ export class OtelCallScope implements CallScope {
     const { tool, kind, tenant, toolCallId, key } = this.#start;
     const config = this.#config;
     const a = this.#attributes;
+    const extra = context.active().getValue(CALL_ATTRIBUTES_KEY);
+    if (extra !== null && typeof extra === 'object') {
+      // Set first, so an adapter can never overwrite the ledger's own attributes.
+      for (const [name, value] of Object.entries(extra)) put(a, name, value);
+    }
     put(a, ATTR.GEN_AI_OPERATION_NAME, OPERATION_NAME_EXECUTE_TOOL);
     put(a, ATTR.GEN_AI_TOOL_NAME, tool);
     put(a, ATTR.GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION);
