@@ -1,0 +1,387 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
+import { hashKey } from '../../src/telemetry/key-hash.js';
+import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { TelemetryHarness } from '../support/telemetry-harness.js';
+import { ROOT } from './support/configs.js';
+import { freePort } from './support/processes.js';
+
+/** The real built binary, `node dist/cli/main.js`, against real Postgres with rows written by the library. */
+
+const BIN = join(ROOT, 'dist/cli/main.js');
+
+function newestMtime(dir: string): number {
+  return Math.max(
+    ...readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => statSync(join(e.parentPath, e.name)).mtimeMs),
+  );
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; input?: string } = {},
+): Result {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    DATABASE_URL: databaseUrl(),
+    ...options.env,
+  };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    env: env as NodeJS.ProcessEnv,
+    input: options.input ?? '',
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function json<T = Record<string, unknown>>(args: string[]): T {
+  const r = cli([...args, '--json']);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
+
+const harness = new TelemetryHarness().registerGlobal();
+const schema = uniqueSchema('ops_cli');
+const freshSchema = uniqueSchema('ops_cli_fresh');
+const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+let ledger: Ledger;
+
+beforeAll(async () => {
+  // `npm test` builds first; a direct `vitest run test/ops` builds here when dist is missing or older than src.
+  if (!existsSync(BIN) || statSync(BIN).mtimeMs < newestMtime(join(ROOT, 'src'))) {
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+      {
+        cwd: ROOT,
+        stdio: 'pipe',
+      },
+    );
+  }
+  ledger = await createLedger({ connectionString: databaseUrl(), schema, waitSeconds: 0 });
+  const invoice = ledger.tool({
+    name: 'create_invoice',
+    kind: 'mutation',
+    handler: async () => ({
+      invoice: 'inv_2024_0042',
+      email: 'maria.gonzalez@example.com',
+      note: 'customer asked to call 415-555-0199',
+    }),
+  });
+  const charge = ledger.tool({
+    name: 'charge_card',
+    kind: 'mutation',
+    handler: async () => {
+      throw new ToolFailure(
+        'Refund failed for maria.gonzalez@example.com: card 5555-5555-5555-4444 declined',
+        {
+          final: true,
+          reason: 'declined',
+        },
+      );
+    },
+  });
+  await invoice.call({ amount: 10 }, { tenant: 'acme', key: 'order-1042' });
+  await expect(invoice.call({ amount: 11 }, { tenant: 'acme', key: 'order-1042' })).rejects.toThrow();
+  await expect(charge.call({ amount: 1 }, { tenant: 'globex', key: 'charge-7' })).rejects.toThrow();
+  const t = `"${schema}".tool_runs`;
+  // A run whose process died (lease lapsed) and one still running (lease held).
+  await pool.query(
+    `INSERT INTO ${t} (tenant_id, tool_name, idempotency_key, parameter_hash, status, attempt, lease_owner,
+       lease_expires_at, trace_id, span_id, expires_at)
+     VALUES ('acme', 'book_flight', 'trip-9', 'h1', 'in_progress', 2, 'worker-dead', now() - interval '5 minutes',
+       '0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', now() + interval '1 day'),
+            ('acme', 'book_flight', 'trip-10', 'h2', 'in_progress', 1, 'worker-live', now() + interval '5 minutes',
+       NULL, NULL, now() + interval '1 day')`,
+  );
+  // 25 expired rows for purge.
+  await pool.query(
+    `INSERT INTO ${t} (tenant_id, tool_name, idempotency_key, parameter_hash, status, completed_at, expires_at)
+     SELECT 'old', 'create_invoice', 'old-' || g, 'h', 'succeeded', now() - interval '2 days', now() - interval '1 day'
+     FROM generate_series(1, 25) g`,
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await ledger?.close();
+  for (const s of [schema, freshSchema]) await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  await pool.end();
+  await harness.shutdown();
+});
+
+describe('tool-ledger CLI', () => {
+  it('prints help with examples, and exits 2 with no command', () => {
+    const help = cli(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Examples');
+    expect(help.stdout).toContain('tool-ledger inspect --tenant');
+    expect(cli([]).code).toBe(2);
+    expect(cli(['help']).code).toBe(0);
+  });
+
+  it('has a shebang and is the package bin', async () => {
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(BIN, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+    };
+    expect(pkg.bin['tool-ledger']).toBe('./dist/cli/main.js');
+  });
+
+  describe('migrate', () => {
+    it('prints the migration SQL without a database', () => {
+      const r = cli(['migrate', '--print-sql', '--schema', 'billing_ledger'], {
+        env: { DATABASE_URL: undefined },
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain('CREATE TABLE "billing_ledger".tool_runs');
+      expect(r.stdout.trim().endsWith('COMMIT;')).toBe(true);
+    });
+
+    it('applies the migrations once, then finds the schema up to date', async () => {
+      const first = json<{ applied: number[]; version: number }>(['migrate', '--schema', freshSchema]);
+      expect(first.applied).toEqual([1]);
+      const second = cli(['migrate', '--schema', freshSchema]);
+      expect(second.code).toBe(0);
+      expect(second.stdout).toContain('up to date');
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${freshSchema}".tool_runs`);
+      expect(rows[0].n).toBe(0);
+    });
+
+    it('refuses a schema name that is not a plain identifier', () => {
+      const r = cli(['migrate', '--schema', 'x"; DROP TABLE y; --']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('not a plain Postgres identifier');
+    });
+  });
+
+  describe('inspect', () => {
+    it('shows the run with scrubbed result, trace id and Jaeger link', () => {
+      const r = cli([
+        'inspect',
+        '--schema',
+        schema,
+        '--tenant',
+        'acme',
+        '--tool',
+        'create_invoice',
+        '--key',
+        'order-1042',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/status\s+succeeded/);
+      expect(r.stdout).toMatch(/attempt\s+1/);
+      expect(r.stdout).toMatch(/parameter hash\s+[0-9a-f]{64}/);
+      expect(r.stdout).toMatch(/conflicts\s+1 \(last /);
+      expect(r.stdout).toContain('inv_2024_0042');
+      expect(r.stdout).not.toContain('maria.gonzalez@example.com');
+      expect(r.stdout).not.toContain('415-555-0199');
+      const trace = /trace id\s+([0-9a-f]{32})/.exec(r.stdout)?.[1];
+      expect(trace).toBeDefined();
+      expect(r.stdout).toContain(`http://localhost:16686/trace/${trace}`);
+    });
+
+    it('gives scripts JSON, with the Jaeger base from --jaeger-url', () => {
+      const run = json<{
+        status: string;
+        error: { code: string; message: string; final: boolean };
+        jaegerUrl: string;
+        traceId: string;
+      }>([
+        'inspect',
+        '--schema',
+        schema,
+        '--tenant',
+        'globex',
+        '--tool',
+        'charge_card',
+        '--key',
+        'charge-7',
+        '--jaeger-url',
+        'https://jaeger.example.net/',
+      ]);
+      expect(run.status).toBe('failed');
+      expect(run.error.code).toBe('TOOL_FAILED');
+      expect(run.error.final).toBe(true);
+      expect(run.error.message).not.toContain('maria.gonzalez@example.com');
+      expect(run.error.message).not.toContain('5555-5555-5555-4444');
+      expect(run.error.message).toContain('declined');
+      expect(run.jaegerUrl).toBe(`https://jaeger.example.net/trace/${run.traceId}`);
+    });
+
+    it('exits 3 when there is no such run, and 2 when an option is missing', () => {
+      const missing = cli([
+        'inspect',
+        '--schema',
+        schema,
+        '--tenant',
+        'acme',
+        '--tool',
+        'create_invoice',
+        '--key',
+        'nope',
+      ]);
+      expect(missing.code).toBe(3);
+      expect(missing.stderr).toContain('No run for tenant "acme"');
+      const usage = cli(['inspect', '--schema', schema, '--tenant', 'acme']);
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toContain('inspect needs --tool');
+    });
+  });
+
+  describe('list', () => {
+    it('lists stuck runs: in_progress with a lapsed lease only', () => {
+      const r = cli(['list', '--schema', schema, '--status', 'in_progress', '--stale']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain('trip-9');
+      expect(r.stdout).not.toContain('trip-10');
+      expect(r.stdout).toContain('worker-dead');
+      const data = json<{
+        runs: { key: string; leaseLapsed: boolean; lapsedSeconds: number; jaegerUrl: string }[];
+      }>(['list', '--schema', schema, '--stale']);
+      expect(data.runs.map((x) => x.key)).toEqual(['trip-9']);
+      expect(data.runs[0]?.lapsedSeconds).toBeGreaterThan(290);
+      expect(data.runs[0]?.jaegerUrl).toBe('http://localhost:16686/trace/0af7651916cd43dd8448eb211c80319c');
+    });
+
+    it('lists by status and filters by tenant and tool', () => {
+      const all = json<{ runs: { key: string }[] }>(['list', '--schema', schema]);
+      expect(all.runs.map((x) => x.key).sort()).toEqual(['trip-10', 'trip-9']);
+      const failed = json<{ runs: { key: string }[] }>([
+        'list',
+        '--schema',
+        schema,
+        '--status',
+        'failed',
+        '--tenant',
+        'globex',
+      ]);
+      expect(failed.runs.map((x) => x.key)).toEqual(['charge-7']);
+      const none = cli(['list', '--schema', schema, '--status', 'failed', '--tool', 'create_invoice']);
+      expect(none.stdout).toContain('No failed runs');
+    });
+
+    it('rejects a bad status, --stale with another status, and a bad limit', () => {
+      expect(cli(['list', '--schema', schema, '--status', 'done']).code).toBe(2);
+      expect(cli(['list', '--schema', schema, '--status', 'failed', '--stale']).code).toBe(2);
+      expect(cli(['list', '--schema', schema, '--limit', '0']).code).toBe(2);
+    });
+  });
+
+  describe('stats', () => {
+    it('counts by tool and status, with stale, expired and conflicts', () => {
+      const s = json<{
+        totals: Record<string, number>;
+        byTool: { tool: string; status: string; count: number }[];
+      }>(['stats', '--schema', schema]);
+      expect(s.totals).toMatchObject({
+        total: 29,
+        in_progress: 2,
+        succeeded: 26,
+        failed: 1,
+        stale: 1,
+        expired: 25,
+        conflicts: 1,
+      });
+      expect(s.byTool).toContainEqual(
+        expect.objectContaining({ tool: 'book_flight', status: 'in_progress', count: 2 }),
+      );
+      const human = cli(['stats', '--schema', schema, '--tenant', 'acme']);
+      expect(human.code).toBe(0);
+      expect(human.stdout).toMatch(/create_invoice\s+succeeded\s+1\s+0\s+0\s+1/);
+    });
+  });
+
+  describe('purge', () => {
+    it('needs --expired, counts on --dry-run, then deletes in batches with progress on stderr', async () => {
+      expect(cli(['purge', '--schema', schema]).code).toBe(2);
+      const dry = json<{ expired: number; deleted: number }>([
+        'purge',
+        '--expired',
+        '--dry-run',
+        '--schema',
+        schema,
+      ]);
+      expect(dry).toMatchObject({ expired: 25, deleted: 0 });
+      const r = cli(['purge', '--expired', '--batch-size', '10', '--schema', schema]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        'purged 10 of ~25 expired rows (40%)',
+        'purged 20 of ~25 expired rows (80%)',
+        'purged 25 of ~25 expired rows (100%)',
+      ]);
+      expect(r.stdout).toContain('Purged 25 expired rows');
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".tool_runs`);
+      expect(rows[0].n).toBe(4);
+    });
+  });
+
+  describe('hash-key', () => {
+    const secret = 'support-secret';
+
+    it('prints the same HMAC telemetry emits, from an argument or stdin', () => {
+      const r = cli(['hash-key', 'maria.gonzalez@example.com'], {
+        env: { TOOL_LEDGER_KEY_HASH_SECRET: secret },
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toBe(hashKey('maria.gonzalez@example.com', secret));
+      expect(r.stderr).toContain('tool_ledger.idempotency.key_hash=');
+      const fromStdin = cli(['hash-key', '-', '--json'], {
+        env: { TOOL_LEDGER_KEY_HASH_SECRET: secret },
+        input: 'maria.gonzalez@example.com\n',
+      });
+      expect(JSON.parse(fromStdin.stdout)).toMatchObject({
+        attribute: 'tool_ledger.idempotency.key_hash',
+        hash: hashKey('maria.gonzalez@example.com', secret),
+      });
+    });
+
+    it('fails clearly without the secret', () => {
+      const r = cli(['hash-key', 'k'], { env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('TOOL_LEDGER_KEY_HASH_SECRET is not set');
+    });
+  });
+
+  describe('errors', () => {
+    it('says how to give a database', () => {
+      const r = cli(['stats'], { env: { DATABASE_URL: undefined } });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('set DATABASE_URL or pass --database-url');
+    });
+
+    it('reports an unreachable database without its password', async () => {
+      const port = await freePort();
+      const r = cli(['stats', '--database-url', `postgres://app:hunter2@127.0.0.1:${port}/db`]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('Could not connect to postgres://app:***@127.0.0.1');
+      expect(r.stderr).not.toContain('hunter2');
+    });
+
+    it('says to run migrate when the schema has no ledger', () => {
+      const r = cli(['stats', '--schema', 'no_such_ledger_schema']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('tool-ledger migrate --schema no_such_ledger_schema');
+    });
+
+    it('rejects unknown commands and options', () => {
+      expect(cli(['frobnicate']).code).toBe(2);
+      const r = cli(['stats', '--frobnicate']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("Unknown option '--frobnicate'");
+    });
+  });
+});
