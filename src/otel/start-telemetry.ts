@@ -1,0 +1,140 @@
+import { context, metrics, propagation, trace } from '@opentelemetry/api';
+import { logs } from '@opentelemetry/api-logs';
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { BatchLogRecordProcessor, type LogRecordProcessor } from '@opentelemetry/sdk-logs';
+import { type IMetricReader, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
+import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { readOtelEnv } from './env.js';
+import { MemorySpans } from './memory-spans.js';
+import { formatSummary, type SpanSummary, summarizeSpan } from './summary.js';
+
+export type { SpanSummary } from './summary.js';
+
+/** Where telemetry goes: OTLP/HTTP exporters, or spans kept in memory for a printed summary. */
+export type TelemetryMode = 'otlp' | 'memory';
+
+/** Options of {@link startTelemetry}. */
+export interface StartTelemetryOptions {
+  /**
+   * The `service.name` resource attribute. `OTEL_SERVICE_NAME`, when set, wins, so operators can rename a
+   * deployment without a code change.
+   */
+  readonly serviceName: string;
+  /**
+   * `otlp`: traces, metrics and logs go to OTLP/HTTP exporters (endpoint, headers, timeouts and compression from
+   * the standard `OTEL_EXPORTER_OTLP_*` variables). `memory`: only spans are kept, in memory (the first 10 000),
+   * for `summary()`; nothing leaves the process. `auto`: `otlp` when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set,
+   * `memory` otherwise.
+   * @default 'auto'
+   */
+  readonly mode?: 'auto' | TelemetryMode;
+  /**
+   * Instrumentations to enable with the SDK, such as `new PgInstrumentation()` so the ledger's SQL shows up as
+   * child spans of each tool call.
+   * @default []
+   */
+  readonly instrumentations?: NodeSDKConfiguration['instrumentations'];
+  /**
+   * How often metrics are exported in `otlp` mode.
+   * @default OTEL_METRIC_EXPORT_INTERVAL, else 60000
+   */
+  readonly metricExportIntervalMillis?: number;
+}
+
+/** A running SDK, from {@link startTelemetry}. */
+export interface Telemetry {
+  readonly mode: TelemetryMode;
+  readonly serviceName: string;
+  /** Finished spans so far, oldest first; empty in `otlp` mode. */
+  finishedSpans(): readonly SpanSummary[];
+  /** A short readable listing of the finished spans (for demos); in `otlp` mode, where the spans went. */
+  summary(): string;
+  /**
+   * Flushes every pending span, metric and log record, stops the SDK and unregisters its global providers.
+   * Safe to call twice.
+   */
+  shutdown(): Promise<void>;
+}
+
+let running: Telemetry | undefined;
+
+/**
+ * Starts the OpenTelemetry Node SDK for an application that uses tool-ledger: batch span and log processors and a
+ * periodic metric reader, each with an OTLP/HTTP exporter, registered as the global providers. tool-ledger's
+ * ledgers pick them up on their next call, whenever they were created. Honours the standard `OTEL_*`
+ * variables, including `OTEL_SDK_DISABLED`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`,
+ * `OTEL_BLRP_*` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none`.
+ */
+export function startTelemetry(options: StartTelemetryOptions): Telemetry {
+  if (running) {
+    throw new Error(
+      `startTelemetry() is already running for service "${running.serviceName}"; call its shutdown() before starting again.`,
+    );
+  }
+  const env = readOtelEnv();
+  const serviceName = env.serviceName ?? options.serviceName;
+  const requested = options.mode ?? 'auto';
+  const mode: TelemetryMode = requested === 'auto' ? (env.hasOtlpEndpoint ? 'otlp' : 'memory') : requested;
+
+  const memory = mode === 'memory' ? new MemorySpans() : undefined;
+  const spanProcessors: SpanProcessor[] = [];
+  const metricReaders: IMetricReader[] = [];
+  const logRecordProcessors: LogRecordProcessor[] = [];
+  if (memory) {
+    spanProcessors.push(memory);
+  } else {
+    if (!env.tracesExporterNone) spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+    if (!env.metricsExporterNone) {
+      metricReaders.push(
+        new PeriodicExportingMetricReader({
+          exporter: new OTLPMetricExporter(),
+          exportIntervalMillis:
+            options.metricExportIntervalMillis ?? env.metricExportIntervalMillis ?? 60_000,
+          ...(env.metricExportTimeoutMillis === undefined
+            ? {}
+            : { exportTimeoutMillis: env.metricExportTimeoutMillis }),
+        }),
+      );
+    }
+    if (!env.logsExporterNone) {
+      logRecordProcessors.push(new BatchLogRecordProcessor({ exporter: new OTLPLogExporter() }));
+    }
+  }
+
+  const sdk = new NodeSDK({
+    serviceName,
+    spanProcessors,
+    metricReaders,
+    logRecordProcessors,
+    instrumentations: options.instrumentations ?? [],
+  });
+  sdk.start();
+
+  let stopped: Promise<void> | undefined;
+  const telemetry: Telemetry = {
+    mode,
+    serviceName,
+    finishedSpans: () => (memory ? memory.spans().map(summarizeSpan) : []),
+    summary: () =>
+      memory
+        ? formatSummary(serviceName, memory.spans().map(summarizeSpan))
+        : `${serviceName}: traces, metrics and logs are exported over OTLP/HTTP (see OTEL_EXPORTER_OTLP_ENDPOINT).`,
+    shutdown() {
+      stopped ??= sdk.shutdown().finally(() => {
+        // The SDK leaves its shut-down providers registered; clearing them lets a later startTelemetry() register.
+        trace.disable();
+        metrics.disable();
+        logs.disable();
+        propagation.disable();
+        context.disable();
+        if (running === telemetry) running = undefined;
+      });
+      return stopped;
+    },
+  };
+  running = telemetry;
+  return telemetry;
+}
