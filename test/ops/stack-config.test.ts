@@ -379,6 +379,60 @@ describe('Grafana provisioning', () => {
   );
 });
 
+describe('Grafana-managed alert rules', () => {
+  interface GrafanaRule {
+    uid: string;
+    title: string;
+    condition: string;
+    data: {
+      refId: string;
+      datasourceUid: string;
+      model: { expr?: string; expression?: string; type?: string };
+    }[];
+    for: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    noDataState: string;
+  }
+  const file = readYaml<{ groups: { folder: string; rules: GrafanaRule[] }[] }>(
+    'dashboards/provisioning/alerting/tool-ledger-rules.yaml',
+  );
+  const grafanaRules = file.groups.flatMap((g) => g.rules);
+  const datasources = readYaml<{ datasources: { uid: string; type: string }[] }>(
+    'dashboards/provisioning/datasources/tool-ledger.yaml',
+  ).datasources;
+
+  it('say the same thing as the Prometheus rules: expression, for, labels and annotations', () => {
+    const prometheusRules = alertRules();
+    expect(grafanaRules.map((r) => r.title).sort()).toEqual(prometheusRules.map((r) => r.alert).sort());
+    for (const rule of prometheusRules) {
+      const copy = grafanaRules.find((r) => r.title === rule.alert) as GrafanaRule;
+      const query = copy.data.find((d) => d.model.expr !== undefined);
+      expect(query?.model.expr, rule.alert).toBe(rule.expr);
+      expect(datasources.find((d) => d.uid === query?.datasourceUid)?.type).toBe('prometheus');
+      const r = rule as unknown as { for: string; labels: Record<string, string> };
+      expect(copy.for, rule.alert).toBe(r.for);
+      expect(copy.labels, rule.alert).toEqual(r.labels);
+      expect(copy.annotations, rule.alert).toEqual(rule.annotations);
+      // The expression returns series only while its condition holds: no data is the healthy state.
+      expect(copy.noDataState).toBe('OK');
+    }
+  });
+
+  it('chain their queries correctly, and never use $value (which Grafana formats differently)', () => {
+    for (const rule of grafanaRules) {
+      const refs = new Set(rule.data.map((d) => d.refId));
+      expect(refs.has(rule.condition), rule.title).toBe(true);
+      for (const d of rule.data) {
+        if (d.model.expression !== undefined) expect(refs.has(d.model.expression), rule.title).toBe(true);
+        if (d.datasourceUid !== '__expr__') expect(datasources.map((x) => x.uid)).toContain(d.datasourceUid);
+      }
+      expect(JSON.stringify(rule.annotations)).not.toContain('$value');
+    }
+    expect(new Set(grafanaRules.map((r) => r.uid)).size).toBe(grafanaRules.length);
+  });
+});
+
 describe('.ci/apt-packages.txt', () => {
   it('lists the Debian packages these tests run', () => {
     const packages = readText('.ci/apt-packages.txt')
