@@ -155,13 +155,15 @@ export async function inspectCommand(
     row.expires_at.getTime() <= row.db_now.getTime() && !(row.status === 'in_progress' && !row.lease_lapsed);
   const jaeger = row.trace_id ? jaegerTraceUrl(opts.jaegerUrl, row.trace_id) : null;
   const result = scrubValue(row.result_json);
+  // Support typed the key, so it is shown as given; the user id came from the caller and may be an email.
+  const user = row.user_id === null ? null : scrubText(row.user_id);
   const error = scrubStoredError(row.error_json);
   const data = {
     id: row.id,
     tenant: row.tenant_id,
     tool: row.tool_name,
     key: row.idempotency_key,
-    user: row.user_id,
+    user,
     status: row.status,
     final: row.final,
     attempt: row.attempt,
@@ -203,7 +205,7 @@ export async function inspectCommand(
         ['tenant', row.tenant_id],
         ['tool', row.tool_name],
         ['key', row.idempotency_key],
-        ['user', row.user_id ?? '-'],
+        ['user', user ?? '-'],
         ['status', status],
         ['attempt', String(row.attempt)],
         ['parameter hash', row.parameter_hash],

@@ -94,8 +94,13 @@ beforeAll(async () => {
       );
     },
   });
-  await invoice.call({ amount: 10 }, { tenant: 'acme', key: 'order-1042' });
-  await expect(invoice.call({ amount: 11 }, { tenant: 'acme', key: 'order-1042' })).rejects.toThrow();
+  await invoice.call(
+    { amount: 10 },
+    { tenant: 'acme', key: 'order-1042', user: 'maria.gonzalez@example.com' },
+  );
+  await expect(
+    invoice.call({ amount: 11 }, { tenant: 'acme', key: 'order-1042', user: 'maria.gonzalez@example.com' }),
+  ).rejects.toThrow();
   await expect(charge.call({ amount: 1 }, { tenant: 'globex', key: 'charge-7' })).rejects.toThrow();
   const t = `"${schema}".tool_runs`;
   // A run whose process died (lease lapsed) and one still running (lease held).
