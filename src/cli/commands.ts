@@ -190,11 +190,9 @@ export async function inspectCommand(
     let lease = '-';
     if (row.status === 'in_progress' && row.lease_expires_at) {
       const lapsedFor = (row.db_now.getTime() - row.lease_expires_at.getTime()) / 1000;
-      lease = `held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}${
-        row.lease_lapsed
-          ? ` (LAPSED ${formatDuration(lapsedFor)} ago: stuck, the next duplicate takes over)`
-          : ''
-      }`;
+      lease = row.lease_lapsed
+        ? `LAPSED ${formatDuration(lapsedFor)} ago (was held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}): stuck; the next duplicate call takes it over`
+        : `held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}`;
     }
     const status = `${row.status}${row.status === 'failed' ? (row.final ? ' (final)' : ' (retryable)') : ''}${
       expired ? ' (expired: the key counts as new)' : ''
