@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { METRIC, PROMETHEUS_METRIC } from '../../src/telemetry/vocabulary.js';
+import { METRIC, PROMETHEUS_METRIC, PROMETHEUS_METRIC_IN_PROCESS } from '../../src/telemetry/vocabulary.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { fillGrafanaPromql, promqlSources, ROOT, RULE_FILES } from './support/configs.js';
 import {
@@ -51,6 +51,7 @@ afterAll(async () => {
 describe('the real export', () => {
   it('has every instrument of the telemetry contract, under the names docs/telemetry.md documents', () => {
     for (const key of Object.keys(METRIC) as (keyof typeof METRIC)[]) {
+      expect([...exported.keys()], `${METRIC[key]} in process`).toContain(PROMETHEUS_METRIC_IN_PROCESS[key]);
       expect([...stack.keys()], `${METRIC[key]} exported as ${PROMETHEUS_METRIC[key]}`).toContain(
         PROMETHEUS_METRIC[key],
       );
