@@ -52,6 +52,12 @@ export interface LedgerOptions {
    * @default 5
    */
   readonly connectTimeoutSeconds?: number;
+  /**
+   * Run the ledger's statements as named prepared statements on pg (plans cached per connection). Turn off behind
+   * a pooler that cannot track prepared statements, such as PgBouncer in transaction mode before 1.21.
+   * @default true
+   */
+  readonly preparedStatements?: boolean;
   /** OpenTelemetry options, or `false` to emit nothing. @default {} */
   readonly telemetry?: TelemetryOptions | false;
 }
@@ -70,6 +76,7 @@ export interface ResolvedConfig {
   readonly migrate: boolean;
   readonly poolSize: number;
   readonly connectTimeoutSeconds: number;
+  readonly preparedStatements: boolean;
   readonly telemetry: TelemetryOptions | false;
 }
 
@@ -146,6 +153,7 @@ export function resolveConfig(
       DEFAULTS.connectTimeoutSeconds,
       0,
     ),
+    preparedStatements: options.preparedStatements ?? true,
     telemetry: options.telemetry ?? {},
   });
 }

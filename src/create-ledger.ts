@@ -58,7 +58,7 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
   try {
     switch (db.kind) {
       case 'pool':
-        return pgDriver(db.pool, false);
+        return pgDriver(db.pool, false, config.preparedStatements);
       case 'connectionString': {
         const pg = await import('pg');
         const Pool = pg.default?.Pool ?? (pg as unknown as { Pool: typeof pg.default.Pool }).Pool;
@@ -69,7 +69,7 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
         });
         // An idle client's error (server restart) must not crash the process; the next query reports it.
         pool.on('error', () => {});
-        return pgDriver(pool as unknown as PgPoolLike, true);
+        return pgDriver(pool as unknown as PgPoolLike, true, config.preparedStatements);
       }
       case 'pglite':
         if (db.pglite === undefined || typeof db.pglite === 'string') {

@@ -15,8 +15,10 @@ export function holdLease(
   store: LedgerStore,
   run: { id: string; attempt: number; owner: string },
   leaseSeconds: number,
+  abortOnClose: (controller: AbortController) => () => void,
 ): HeldLease {
   const controller = new AbortController();
+  const forget = abortOnClose(controller);
   const lost = () =>
     controller.abort(
       new ToolLedgerError(
@@ -40,6 +42,9 @@ export function holdLease(
   return {
     signal: controller.signal,
     renew,
-    release: () => clearInterval(timer),
+    release: () => {
+      clearInterval(timer);
+      forget();
+    },
   };
 }

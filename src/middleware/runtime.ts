@@ -7,7 +7,7 @@ import type { LedgerStore } from '../ledger/store.js';
 /** What every tool of one ledger shares. Internal. */
 export class LedgerRuntime {
   readonly #pending = new Set<Promise<unknown>>();
-  readonly #closing = new AbortController();
+  readonly #running = new Set<AbortController>();
   #closed = false;
 
   constructor(
@@ -38,9 +38,10 @@ export class LedgerRuntime {
     return work;
   }
 
-  /** Aborts when the ledger closes without the work having finished; handlers see it through `ctx.signal`. */
-  get closingSignal(): AbortSignal {
-    return this.#closing.signal;
+  /** Registers a running handler's controller, aborted if the ledger closes before the handler finishes. */
+  abortOnClose(controller: AbortController): () => void {
+    this.#running.add(controller);
+    return () => this.#running.delete(controller);
   }
 
   /**
@@ -59,9 +60,11 @@ export class LedgerRuntime {
       }
     } finally {
       clearTimeout(timer);
-      this.#closing.abort(
-        new ToolLedgerError('LEDGER_CLOSED', 'The ledger closed while this handler was still running.'),
+      const reason = new ToolLedgerError(
+        'LEDGER_CLOSED',
+        'The ledger closed while this handler was still running.',
       );
+      for (const controller of this.#running) controller.abort(reason);
     }
   }
 }

@@ -175,6 +175,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       store,
       { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
       leaseSeconds,
+      (controller) => runtime.abortOnClose(controller),
     );
     const base = { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner!, ttlSeconds };
     const handlerContext = (db: Queryable | undefined): HandlerContext => ({
@@ -185,7 +186,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       toolCallId: context.toolCallId,
       attempt: row.attempt,
       jobId: row.job_id ?? undefined,
-      signal: AbortSignal.any([lease.signal, runtime.closingSignal]),
+      signal: lease.signal,
       db,
       renewLease: lease.renew,
     });
