@@ -1,0 +1,398 @@
+import { createRequire } from 'node:module';
+import { type MeterProvider, metrics, type TracerProvider, trace } from '@opentelemetry/api';
+import type { LoggerProvider } from '@opentelemetry/api-logs';
+import {
+  InstrumentationBase,
+  InstrumentationNodeModuleDefinition,
+  InstrumentationNodeModuleFile,
+  isWrapped,
+} from '@opentelemetry/instrumentation';
+import type { CallObserver, Decision } from '../../contract/observer.js';
+import { loadLogsApi } from '../../telemetry/logs-api.js';
+import { createOtelObserver } from '../../telemetry/observer.js';
+import { mcpCallAttributes } from '../mcp/attributes.js';
+import { contextFromMeta, withCallAttributes } from '../shared/call-attributes.js';
+import { isLedgerCallback } from '../shared/marker.js';
+import type { McpServerLike, RegisteredToolLike, ToolCallbackLike } from './internal-types.js';
+import type { ToolLedgerMcpInstrumentationConfig } from './types.js';
+
+const INSTRUMENTATION_NAME = 'tool-ledger/mcp-instrumentation';
+const SUPPORTED_VERSIONS = ['>=1.10.0 <2'];
+// The same relative path from src/ (tests) and dist/ (the package) reaches the package root.
+const VERSION: string = createRequire(import.meta.url)('../../../package.json').version;
+
+/** The original callback behind a wrapper, so `update()` and double registration never wrap twice. */
+const ORIGINAL = Symbol.for('tool-ledger.mcp-instrumentation.original');
+
+interface Wrapped extends ToolCallbackLike {
+  [ORIGINAL]?: ToolCallbackLike;
+}
+
+interface State {
+  observer?: CallObserver | undefined;
+  tracerProvider?: TracerProvider | undefined;
+  meterProvider?: MeterProvider | undefined;
+  loggerProvider?: LoggerProvider | undefined;
+  commonJsHook?: { unhook(): void } | undefined;
+  patched: Set<unknown>;
+}
+
+/** Module ids the CommonJS hook watches (see `hookCommonJs`). */
+const COMMONJS_IDS = [
+  '@modelcontextprotocol/sdk/server/mcp.js',
+  '@modelcontextprotocol/sdk/dist/cjs/server/mcp.js',
+];
+
+const PLACEHOLDER_PROVIDERS = new Set([
+  'ProxyTracerProvider',
+  'NoopTracerProvider',
+  'NoopMeterProvider',
+  'ProxyLoggerProvider',
+  'NoopLoggerProvider',
+]);
+
+/**
+ * registerInstrumentations hands over the global providers as they are at registration, which, before an SDK
+ * starts, are placeholders: a no-op meter provider never upgrades, and a logs proxy from another copy of
+ * api-logs never gets its delegate. Those are ignored, so the observer keeps looking the globals up per call.
+ */
+function explicitProvider<T extends object>(provider: T | undefined, currentGlobal: unknown): T | undefined {
+  if (provider === undefined || provider === currentGlobal) return undefined;
+  return PLACEHOLDER_PROVIDERS.has(provider.constructor?.name) ? undefined : provider;
+}
+
+// Kept outside the instance: InstrumentationBase's constructor calls setConfig and the provider setters before a
+// subclass's own fields exist (and field initializers would then reset them).
+const states = new WeakMap<object, State>();
+
+function stateOf(instrumentation: object): State {
+  let state = states.get(instrumentation);
+  if (state === undefined) {
+    state = { patched: new Set() };
+    states.set(instrumentation, state);
+  }
+  return state;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** The text of an `isError` result, as the error message the observer scrubs and records. */
+function toolError(result: { content?: unknown }): Error {
+  const blocks = Array.isArray(result.content) ? result.content : [];
+  const text = blocks
+    .map((block) => (block && typeof block === 'object' && typeof block.text === 'string' ? block.text : ''))
+    .filter(Boolean)
+    .join('\n');
+  // `tool_error` is the error.type the MCP semantic conventions give tool results with isError set.
+  const error = new Error(text || 'tool returned isError');
+  error.name = 'tool_error';
+  error.stack = undefined;
+  return error;
+}
+
+/**
+ * OpenTelemetry instrumentation for MCP servers built on `McpServer` from `@modelcontextprotocol/sdk` 1.x. It
+ * patches tool registration, so every tool of an unmodified server reports one `execute_tool {tool}` span, one
+ * decision log record and the tool-ledger metrics per call, with `mcp.method.name`, `mcp.session.id` and
+ * `jsonrpc.request.id` on that same span. Telemetry only: no idempotency, no keys. Tools registered with
+ * `registerMcpTool` already report through their ledger and are left alone.
+ *
+ * Register it before the MCP SDK is loaded: `registerInstrumentations({ instrumentations: [new
+ * ToolLedgerMcpInstrumentation()] })` or NodeSDK's `instrumentations`, and for ES modules start Node with
+ * `--import @opentelemetry/instrumentation/hook.mjs` (or register that hook with `module.register`).
+ */
+export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedgerMcpInstrumentationConfig> {
+  // Prototype methods rather than #private ones: InstrumentationBase's constructor calls enable(), setConfig()
+  // and the provider setters before a subclass's private members exist.
+  constructor(config: ToolLedgerMcpInstrumentationConfig = {}) {
+    super(INSTRUMENTATION_NAME, VERSION, config);
+  }
+
+  protected init(): InstrumentationNodeModuleDefinition[] {
+    const patch = (exports: unknown) => {
+      this.patchServer(exports);
+      return exports;
+    };
+    const unpatch = (exports: unknown) => {
+      this.unpatchServer(exports);
+    };
+    return [
+      new InstrumentationNodeModuleDefinition(
+        '@modelcontextprotocol/sdk',
+        SUPPORTED_VERSIONS,
+        undefined,
+        undefined,
+        [
+          new InstrumentationNodeModuleFile(
+            '@modelcontextprotocol/sdk/dist/cjs/server/mcp.js',
+            SUPPORTED_VERSIONS,
+            patch,
+            unpatch,
+          ),
+          new InstrumentationNodeModuleFile(
+            '@modelcontextprotocol/sdk/dist/esm/server/mcp.js',
+            SUPPORTED_VERSIONS,
+            patch,
+            unpatch,
+          ),
+        ],
+      ),
+    ];
+  }
+
+  override setConfig(config: ToolLedgerMcpInstrumentationConfig = {}): void {
+    super.setConfig(config);
+    stateOf(this).observer = undefined;
+  }
+
+  // Providers handed over by registerInstrumentations or NodeSDK win over the globals; without them the observer
+  // looks the globals up per call, so an SDK started after this instrumentation is still picked up.
+  override setTracerProvider(provider: TracerProvider): void {
+    super.setTracerProvider(provider);
+    const state = stateOf(this);
+    state.tracerProvider = explicitProvider(provider, trace.getTracerProvider());
+    state.observer = undefined;
+  }
+
+  override setMeterProvider(provider: MeterProvider): void {
+    super.setMeterProvider(provider);
+    const state = stateOf(this);
+    state.meterProvider = explicitProvider(provider, metrics.getMeterProvider());
+    state.observer = undefined;
+  }
+
+  override setLoggerProvider(provider: LoggerProvider): void {
+    super.setLoggerProvider(provider);
+    const state = stateOf(this);
+    state.loggerProvider = explicitProvider(provider, loadLogsApi()?.logs.getLoggerProvider());
+    state.observer = undefined;
+  }
+
+  override enable(): void {
+    super.enable();
+    const state = stateOf(this);
+    state.commonJsHook ??= this.hookCommonJs();
+  }
+
+  override disable(): void {
+    super.disable();
+    const state = stateOf(this);
+    state.commonJsHook?.unhook();
+    state.commonJsHook = undefined;
+    for (const exports of state.patched) this.unpatchServer(exports);
+  }
+
+  /**
+   * The SDK's CommonJS build has no root entry file (its "." export points at a file it does not ship), so
+   * require-in-the-middle cannot tell its internal files apart and the file definitions in `init` never fire
+   * under `require`. A hook of our own on the public subpath id fills that gap. require-in-the-middle is loaded
+   * from @opentelemetry/instrumentation's own dependencies, so it is always the copy that package works with.
+   */
+  private hookCommonJs(): { unhook(): void } | undefined {
+    try {
+      const fromInstrumentation = createRequire(
+        createRequire(import.meta.url).resolve('@opentelemetry/instrumentation'),
+      );
+      const { Hook } = fromInstrumentation('require-in-the-middle') as {
+        Hook: new (
+          modules: string[],
+          options: { internals: boolean },
+          onRequire: (exports: unknown) => unknown,
+        ) => { unhook(): void };
+      };
+      return new Hook(COMMONJS_IDS, { internals: true }, (exports) => {
+        if (this.isEnabled()) this.patchServer(exports);
+        return exports;
+      });
+    } catch (error) {
+      this._diag.warn(
+        'could not hook CommonJS loads of the MCP SDK; ES module imports are still patched',
+        error,
+      );
+      return undefined;
+    }
+  }
+
+  private getObserver(): CallObserver {
+    const state = stateOf(this);
+    if (state.observer === undefined) {
+      const { telemetry = {} } = this.getConfig();
+      state.observer = createOtelObserver({
+        ...telemetry,
+        ...(state.tracerProvider ? { tracerProvider: state.tracerProvider } : {}),
+        ...(state.meterProvider ? { meterProvider: state.meterProvider } : {}),
+        ...(state.loggerProvider ? { loggerProvider: state.loggerProvider } : {}),
+      });
+    }
+    return state.observer;
+  }
+
+  private patchServer(exports: unknown): void {
+    const proto = (exports as { McpServer?: { prototype?: McpServerLike } } | undefined)?.McpServer
+      ?.prototype;
+    if (!proto) {
+      this._diag.debug('McpServer not found; nothing patched');
+      return;
+    }
+    // The ESM and CommonJS hooks, or a second instrumentation instance, may reach the same class twice.
+    if (isWrapped(proto.registerTool)) return;
+    stateOf(this).patched.add(exports);
+    const instrumentation = this;
+    if (typeof proto.registerTool === 'function') {
+      this._wrap(
+        proto,
+        'registerTool',
+        (original) =>
+          function registerTool(
+            this: McpServerLike,
+            name: string,
+            config: unknown,
+            callback: ToolCallbackLike,
+          ) {
+            const readOnly = (config as { annotations?: { readOnlyHint?: unknown } } | undefined)?.annotations
+              ?.readOnlyHint;
+            const registered = original.call(
+              this,
+              name,
+              config,
+              instrumentation.wrapToolCallback(name, readOnly === true, callback),
+            );
+            return instrumentation.patchRegisteredTool(registered, name, readOnly === true);
+          },
+      );
+    }
+    if (typeof proto.tool === 'function') {
+      this._wrap(
+        proto,
+        'tool',
+        (original) =>
+          function tool(this: McpServerLike, name: string, ...rest: unknown[]) {
+            const last = rest.length - 1;
+            const readOnly = rest.some(
+              (arg, i) =>
+                i < last &&
+                arg !== null &&
+                typeof arg === 'object' &&
+                (arg as { readOnlyHint?: unknown }).readOnlyHint === true,
+            );
+            if (last >= 0 && typeof rest[last] === 'function') {
+              rest[last] = instrumentation.wrapToolCallback(name, readOnly, rest[last] as ToolCallbackLike);
+            }
+            return instrumentation.patchRegisteredTool(original.call(this, name, ...rest), name, readOnly);
+          },
+      );
+    }
+  }
+
+  private unpatchServer(exports: unknown): void {
+    const proto = (exports as { McpServer?: { prototype?: McpServerLike } } | undefined)?.McpServer
+      ?.prototype;
+    if (!proto) return;
+    stateOf(this).patched.delete(exports);
+    if (isWrapped(proto.registerTool)) this._unwrap(proto, 'registerTool');
+    if (isWrapped(proto.tool)) this._unwrap(proto, 'tool');
+  }
+
+  /** Keeps `RegisteredTool.update({ callback, name })` instrumented. */
+  private patchRegisteredTool(
+    registered: RegisteredToolLike,
+    name: string,
+    readOnly: boolean,
+  ): RegisteredToolLike {
+    if (!registered || typeof registered.update !== 'function') return registered;
+    const update = registered.update;
+    let currentName = name;
+    const instrumentation = this;
+    registered.update = function patchedUpdate(this: unknown, updates: Record<string, unknown>) {
+      if (updates && typeof updates === 'object') {
+        if (typeof updates.name === 'string') currentName = updates.name;
+        const callback = (updates.callback ??
+          (typeof updates.name === 'string' ? registered.handler : undefined)) as Wrapped | undefined;
+        if (typeof callback === 'function') {
+          updates = {
+            ...updates,
+            callback: instrumentation.wrapToolCallback(currentName, readOnly, callback[ORIGINAL] ?? callback),
+          };
+        }
+      }
+      return update.call(this, updates);
+    };
+    return registered;
+  }
+
+  private wrapToolCallback(name: string, readOnly: boolean, callback: ToolCallbackLike): ToolCallbackLike {
+    if (typeof callback !== 'function' || isLedgerCallback(callback)) return callback;
+    const original = (callback as Wrapped)[ORIGINAL] ?? callback;
+    const instrumentation = this;
+    const wrapped: Wrapped = function instrumentedToolCallback(this: unknown, ...args: unknown[]) {
+      if (!instrumentation.isEnabled()) return original.apply(this, args);
+      // The SDK calls `(args, extra)` for tools with an input schema and `(extra)` for tools without one.
+      const extra = args.at(-1) as
+        | { sessionId?: string; requestId?: string | number; _meta?: Record<string, unknown> }
+        | undefined;
+      const input = args.length > 1 ? args[0] : undefined;
+      return withCallAttributes(
+        mcpCallAttributes(extra),
+        () => instrumentation.observeCall(name, readOnly, input, () => original.apply(this, args)),
+        contextFromMeta(extra?._meta),
+      );
+    };
+    wrapped[ORIGINAL] = original;
+    return wrapped;
+  }
+
+  private observeCall(name: string, readOnly: boolean, input: unknown, run: () => unknown): unknown {
+    let scope: ReturnType<CallObserver['startCall']> | undefined;
+    try {
+      scope = this.getObserver().startCall({
+        tool: name,
+        kind: readOnly ? 'read' : 'mutation',
+        tenant: 'default',
+        key: undefined,
+        user: undefined,
+        toolCallId: undefined,
+        input,
+      });
+      scope.handlerStarted();
+    } catch (error) {
+      this._diag.error('could not start the tool call span; the call runs untraced', error);
+      return run();
+    }
+    const started = performance.now();
+    const end = (decision: Omit<Decision, 'executionSeconds'>) => {
+      try {
+        scope.end({ ...decision, executionSeconds: (performance.now() - started) / 1000 });
+      } catch (error) {
+        this._diag.error('could not end the tool call span', error);
+      }
+    };
+    const settle = (result: unknown) => {
+      const isError =
+        result !== null && typeof result === 'object' && (result as { isError?: unknown }).isError === true;
+      end(
+        isError
+          ? { outcome: 'failed', error: toolError(result as { content?: unknown }) }
+          : { outcome: 'executed', result },
+      );
+      return result;
+    };
+    let result: unknown;
+    try {
+      result = scope.run(run);
+    } catch (error) {
+      end({ outcome: 'failed', error });
+      throw error;
+    }
+    if (isThenable(result)) {
+      return Promise.resolve(result).then(settle, (error: unknown) => {
+        end({ outcome: 'failed', error });
+        throw error;
+      });
+    }
+    return settle(result);
+  }
+}

@@ -1,0 +1,154 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt, ROOT, runNode } from './support/built.js';
+
+interface Report {
+  results: Record<string, { isError?: boolean; content: Array<{ text?: string }> }>;
+  spans: Array<{
+    name: string;
+    traceId: string;
+    parentSpanId: string | undefined;
+    status: number;
+    attributes: Record<string, unknown>;
+  }>;
+  metrics: Record<string, Array<{ attributes: Record<string, unknown>; value: number }>>;
+  logs: Array<{ eventName: string; attributes: Record<string, unknown> }>;
+}
+
+const FIXTURES = 'test/integrations/fixtures';
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT_SPAN_ID = '00f067aa0ba902b7';
+
+beforeAll(() => {
+  ensureBuilt();
+});
+
+describe.each([
+  ['CommonJS require + registerInstrumentations', [`${FIXTURES}/mcp-otel-cjs.cjs`]],
+  [
+    'ESM import + register hook + NodeSDK',
+    ['--import', `./${FIXTURES}/register-otel-hook.mjs`, `${FIXTURES}/mcp-otel-esm.mjs`],
+  ],
+])('ToolLedgerMcpInstrumentation under %s (built package)', (_mode, args) => {
+  let report: Report;
+
+  beforeAll(async () => {
+    const run = await runNode(args);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    report = JSON.parse(run.stdout) as Report;
+  });
+
+  const spansOf = (tool: string) => report.spans.filter((s) => s.attributes['gen_ai.tool.name'] === tool);
+
+  it('leaves the tools working as before', () => {
+    expect(report.results.add!.content[0]!.text).toBe('5');
+    expect(report.results.soft_fail!.isError).toBe(true);
+    expect(report.results.explode!.isError).toBe(true);
+  });
+
+  it('gives every tool of the unmodified server one execute_tool span with the MCP attributes', () => {
+    const tools = ['add', 'lookup', 'explode', 'soft_fail', 'legacy', 'after_rename'];
+    for (const [index, tool] of tools.entries()) {
+      const spans = spansOf(tool);
+      expect(spans, tool).toHaveLength(1);
+      expect(spans[0]!.name).toBe(`execute_tool ${tool}`);
+      expect(spans[0]!.attributes).toMatchObject({
+        'gen_ai.operation.name': 'execute_tool',
+        'mcp.method.name': 'tools/call',
+        'mcp.session.id': 'session-1',
+        'jsonrpc.request.id': String(index + 1),
+      });
+    }
+    expect(spansOf('lookup')[0]!.attributes['tool_ledger.tool.kind']).toBe('read');
+    expect(spansOf('add')[0]!.attributes).not.toHaveProperty('tool_ledger.idempotency.key');
+  });
+
+  it('continues the trace the client sent in _meta.traceparent', () => {
+    const [add] = spansOf('add');
+    expect(add!.traceId).toBe(TRACE_ID);
+    expect(add!.parentSpanId).toBe(PARENT_SPAN_ID);
+  });
+
+  it('records thrown errors and isError results as failed', () => {
+    expect(spansOf('explode')[0]).toMatchObject({
+      status: 2,
+      attributes: { 'tool_ledger.idempotency.outcome': 'failed', 'error.type': 'Error' },
+    });
+    expect(spansOf('soft_fail')[0]).toMatchObject({
+      status: 2,
+      attributes: { 'tool_ledger.idempotency.outcome': 'failed', 'error.type': 'tool_error' },
+    });
+  });
+
+  it('adds the MCP attributes to the ledger span of a registerMcpTool tool, without a second span', () => {
+    const spans = spansOf('create_invoice');
+    expect(spans).toHaveLength(2);
+    expect(spans.map((s) => s.attributes['tool_ledger.idempotency.outcome'])).toEqual([
+      'executed',
+      'replayed',
+    ]);
+    for (const span of spans) {
+      expect(span.attributes).toMatchObject({
+        'mcp.method.name': 'tools/call',
+        'mcp.session.id': 'session-1',
+        'tool_ledger.idempotency.key': 'k1',
+      });
+    }
+    expect(report.spans).toHaveLength(8);
+  });
+
+  it('emits one decision log record and the call metrics per call', () => {
+    expect(report.logs).toHaveLength(8);
+    expect(new Set(report.logs.map((l) => l.eventName))).toEqual(new Set(['tool_ledger.decision']));
+    expect(report.logs.find((l) => l.attributes['gen_ai.tool.name'] === 'add')!.attributes).toMatchObject({
+      'mcp.session.id': 'session-1',
+    });
+    const calls = report.metrics['tool_ledger.tool.calls']!;
+    const count = (tool: string, outcome: string) =>
+      calls.find(
+        (p) =>
+          p.attributes['gen_ai.tool.name'] === tool &&
+          p.attributes['tool_ledger.idempotency.outcome'] === outcome,
+      )?.value;
+    expect(count('add', 'executed')).toBe(1);
+    expect(count('soft_fail', 'failed')).toBe(1);
+    expect(count('create_invoice', 'replayed')).toBe(1);
+    // Session and request ids are per call: never metric labels.
+    for (const point of calls) expect(point.attributes).not.toHaveProperty('mcp.session.id');
+    expect(report.metrics['gen_ai.execute_tool.duration']).toBeDefined();
+  });
+});
+
+describe('package entry points', () => {
+  const SDKS = ['@modelcontextprotocol/sdk', '@openai/agents', 'ai', '@opentelemetry/instrumentation', 'zod'];
+
+  /** Every bare module specifier reachable from a built entry through relative imports. */
+  function bareImports(entry: string): Set<string> {
+    const seen = new Set<string>();
+    const bare = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const source = readFileSync(file, 'utf8');
+      for (const match of source.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)['"]([^'"]+)['"]/g)) {
+        const specifier = match[1]!;
+        if (specifier.startsWith('.')) visit(resolve(dirname(file), specifier));
+        else bare.add(specifier);
+      }
+    };
+    visit(join(ROOT, 'dist', entry));
+    return bare;
+  }
+
+  it('the root entry pulls in no agent SDK', () => {
+    const imports = [...bareImports('index.js')];
+    for (const sdk of SDKS) expect(imports.filter((s) => s === sdk || s.startsWith(`${sdk}/`))).toEqual([]);
+  });
+
+  it('the instrumentation never loads the MCP SDK it patches', () => {
+    const imports = [...bareImports('integrations/mcp-instrumentation/index.js')];
+    expect(imports.filter((s) => s.startsWith('@modelcontextprotocol/'))).toEqual([]);
+  });
+});
