@@ -13,11 +13,20 @@ const input = { customerId: 'cus_42', amountCents: 4500, currency: 'usd', lines:
 const handler = (i) => ({ invoiceId: `inv_${i}`, status: 'open', amountCents: 4500 });
 
 async function ledgerRun(url, schema) {
-  const ledger = await createLedger({ connectionString: url, schema, poolSize: CONCURRENCY, telemetry: false });
+  const ledger = await createLedger({
+    connectionString: url,
+    schema,
+    poolSize: CONCURRENCY,
+    telemetry: false,
+  });
   let n = 0;
   const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => handler(n++) });
-  const first = await throughput(CALLS, CONCURRENCY, (i) => tool.call(input, { key: `k${i}`, tenant: 'bench' }));
-  const replay = await throughput(CALLS, CONCURRENCY, (i) => tool.call(input, { key: `k${i}`, tenant: 'bench' }));
+  const first = await throughput(CALLS, CONCURRENCY, (i) =>
+    tool.call(input, { key: `k${i}`, tenant: 'bench' }),
+  );
+  const replay = await throughput(CALLS, CONCURRENCY, (i) =>
+    tool.call(input, { key: `k${i}`, tenant: 'bench' }),
+  );
   await ledger.close();
   return { first, replay };
 }
@@ -36,11 +45,34 @@ async function baselineRun(url, schema, prepared = false) {
   let n = 0;
   const call = async (i) => {
     const owner = randomUUID();
-    const { rows } = await query('claim', claim, ['bench', 'create_invoice', `k${i}`, null, hash, owner, 30, 86400, null, null, null, true]);
+    const { rows } = await query('claim', claim, [
+      'bench',
+      'create_invoice',
+      `k${i}`,
+      null,
+      hash,
+      owner,
+      30,
+      86400,
+      null,
+      null,
+      null,
+      true,
+    ]);
     const row = rows[0];
     if (row.claim === 'existing') return row.result_json;
     const value = handler(n++);
-    await query('complete', complete, [row.id, row.attempt, owner, 'succeeded', false, JSON.stringify(value), null, 86400, 'tool_ledger_bench']);
+    await query('complete', complete, [
+      row.id,
+      row.attempt,
+      owner,
+      'succeeded',
+      false,
+      JSON.stringify(value),
+      null,
+      86400,
+      'tool_ledger_bench',
+    ]);
     return value;
   };
   const first = await throughput(CALLS, CONCURRENCY, call);
@@ -50,7 +82,12 @@ async function baselineRun(url, schema, prepared = false) {
 }
 
 async function rssGrowth(url, schema) {
-  const ledger = await createLedger({ connectionString: url, schema, poolSize: CONCURRENCY, telemetry: false });
+  const ledger = await createLedger({
+    connectionString: url,
+    schema,
+    poolSize: CONCURRENCY,
+    telemetry: false,
+  });
   const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => handler(0) });
   // Warm up so the measurement is growth, not first-use allocation.
   await throughput(2000, CONCURRENCY, (i) => tool.call(input, { key: `w${i}` }));
@@ -81,13 +118,17 @@ await withPostgres(async (url) => {
     // Rounds alternate which side runs first, so neither always meets a warmer server; the median round counts.
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const runs = r % 2 === 0 ? [baselineRun, ledgerRun, preparedBaselineRun] : [preparedBaselineRun, ledgerRun, baselineRun];
+      const runs =
+        r % 2 === 0
+          ? [baselineRun, ledgerRun, preparedBaselineRun]
+          : [preparedBaselineRun, ledgerRun, baselineRun];
       const results = {};
       for (const run of runs) results[run.name] = await run(url, schema(`${run.name}_${r}`));
       rounds.push(results);
     }
     const pick = (side, phase) => median(rounds.map((r) => r[side][phase]));
-    const ratio = (phase, base = 'baselineRun') => median(rounds.map((r) => r.ledgerRun[phase] / r[base][phase]));
+    const ratio = (phase, base = 'baselineRun') =>
+      median(rounds.map((r) => r.ledgerRun[phase] / r[base][phase]));
     console.log(
       'baseline: the same claim/complete SQL as plain parameterized pg queries; tool-ledger prepares its statements (named), shown also against a prepared baseline.',
     );

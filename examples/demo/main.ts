@@ -1,0 +1,119 @@
+// `npm run demo`: one agent session against the embedded ledger (PGlite, no server), with telemetry.
+// Set OTEL_EXPORTER_OTLP_ENDPOINT (for example http://localhost:4318 with `docker compose up -d`) to see the
+// traces in Jaeger; otherwise a short summary of the spans is printed at the end.
+import { z } from 'zod';
+import { createLedger, type InvokeReport, ToolLedgerError } from '../../src/index.js';
+import { startTelemetry } from '../../src/otel/index.js';
+
+const telemetry = startTelemetry({ serviceName: 'tool-ledger-demo' });
+const ledger = await createLedger({ pglite: 'memory://', waitSeconds: 5 });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const invoices = new Map<string, { customer: string; amountCents: number }>();
+
+const createInvoice = ledger.tool({
+  name: 'create_invoice',
+  kind: 'mutation',
+  description: 'Creates an invoice for a customer.',
+  input: z.object({ customer: z.string().min(1), amountCents: z.number().int().positive() }),
+  handler: async ({ customer, amountCents }) => {
+    await sleep(40); // a payment provider round trip
+    const id = `inv_2026_${String(invoices.size + 1).padStart(4, '0')}`;
+    invoices.set(id, { customer, amountCents });
+    return { invoiceId: id, customer, amountCents };
+  },
+});
+
+const startExport = ledger.tool({
+  name: 'start_export',
+  kind: 'job',
+  description: 'Exports all invoices to CSV in the background.',
+  handler: async () => {
+    await sleep(300);
+    return { file: 'invoices.csv', rows: invoices.size };
+  },
+});
+
+interface Row {
+  step: string;
+  tool: string;
+  key: string;
+  outcome: string;
+  attempt: string;
+  detail: string;
+}
+const rows: Row[] = [];
+
+async function record(step: string, tool: string, key: string, run: () => Promise<InvokeReport<unknown>>) {
+  try {
+    const report = await run();
+    const value = report.value as Record<string, unknown>;
+    rows.push({
+      step,
+      tool,
+      key,
+      outcome: report.outcome,
+      attempt: String(report.attempt),
+      detail:
+        'jobId' in value
+          ? `job ${String(value.status)}${value.result ? ` ${JSON.stringify(value.result)}` : ''}`
+          : `${String(value.invoiceId)}${report.waitedMs > 0 ? ` (waited ${report.waitedMs} ms)` : ''}`,
+    });
+  } catch (error) {
+    const e = error as ToolLedgerError;
+    rows.push({
+      step,
+      tool,
+      key,
+      outcome: e instanceof ToolLedgerError ? e.code : 'error',
+      attempt: '-',
+      detail: e.message.length > 70 ? `${e.message.slice(0, 67)}...` : e.message,
+    });
+  }
+}
+
+const session = { tenant: 'acme', user: 'agent-7' };
+const first = { customer: 'cus_42', amountCents: 4500 };
+
+await record('1 first call', 'create_invoice', 'inv-req-1', () =>
+  createInvoice.invoke(first, { ...session, key: 'inv-req-1' }),
+);
+await record('2 retry after a timeout', 'create_invoice', 'inv-req-1', () =>
+  createInvoice.invoke(first, { ...session, key: 'inv-req-1' }),
+);
+await record('3 changed instruction, new key', 'create_invoice', 'inv-req-2', () =>
+  createInvoice.invoke({ customer: 'cus_42', amountCents: 5000 }, { ...session, key: 'inv-req-2' }),
+);
+await record('4 caller bug: key reused', 'create_invoice', 'inv-req-1', () =>
+  createInvoice.invoke({ customer: 'cus_42', amountCents: 9900 }, { ...session, key: 'inv-req-1' }),
+);
+await Promise.all(
+  Array.from({ length: 4 }, (_, i) =>
+    record(`5 parallel duplicate #${i + 1}`, 'create_invoice', 'inv-req-3', () =>
+      createInvoice.invoke({ customer: 'cus_77', amountCents: 1200 }, { ...session, key: 'inv-req-3' }),
+    ),
+  ),
+);
+await record('6 validation failure', 'create_invoice', 'inv-req-4', () =>
+  createInvoice.invoke({ customer: '', amountCents: -1 } as never, { ...session, key: 'inv-req-4' }),
+);
+await record('7 start a long job', 'start_export', 'export-1', () =>
+  startExport.invoke({}, { ...session, key: 'export-1' }),
+);
+await record('8 retry the job', 'start_export', 'export-1', () =>
+  startExport.invoke({}, { ...session, key: 'export-1' }),
+);
+await sleep(400);
+await record('9 retry once it finished', 'start_export', 'export-1', () =>
+  startExport.invoke({}, { ...session, key: 'export-1' }),
+);
+
+console.log(`\ntool-ledger demo: one agent session on the embedded ledger (tenant ${session.tenant})\n`);
+console.table(rows);
+console.log(
+  `side effects actually performed: ${invoices.size} invoices created (for 8 create_invoice calls)\n`,
+);
+
+await ledger.close();
+console.log(telemetry.summary());
+await telemetry.shutdown();
