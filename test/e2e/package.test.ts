@@ -1,0 +1,58 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
+
+const root = join(import.meta.dirname, '../..');
+const fixtures = join(import.meta.dirname, 'fixtures');
+
+function line(output: string, tag: string): unknown {
+  const found = output.split('\n').find((l) => l.startsWith(`${tag} `));
+  if (!found) throw new Error(`no ${tag} line in:\n${output}`);
+  return JSON.parse(found.slice(tag.length + 1));
+}
+
+describe('the built package, imported by name', () => {
+  const backend = postgresBackend();
+
+  beforeAll(() => {
+    if (!existsSync(join(root, 'dist/index.js'))) execFileSync('npm', ['run', 'build'], { cwd: root });
+  });
+
+  it('works through the exports map and pulls in no optional SDK or PGlite for a pg user', async () => {
+    const schema = uniqueSchema('pkg');
+    const output = execFileSync(
+      process.execPath,
+      ['--import', join(fixtures, 'record-loads.mjs'), join(fixtures, 'consumer.mjs'), databaseUrl(), schema],
+      { cwd: root, encoding: 'utf8' },
+    );
+    await backend.sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    expect(line(output, 'RESULT')).toEqual({
+      first: 'executed',
+      again: 'replayed',
+      value: { ticket: 'T-1' },
+      conflict: 'KEY_REUSED',
+    });
+    const loaded = (line(output, 'LOADED') as string[]).filter((url) => url.includes('/node_modules/'));
+    expect(loaded.some((url) => url.includes('/node_modules/pg/'))).toBe(true);
+    const heavy = loaded.filter((url) =>
+      /node_modules\/(@modelcontextprotocol|ai|@ai-sdk|@openai|@opentelemetry\/sdk-|@opentelemetry\/exporter-|@electric-sql)\//.test(
+        url,
+      ),
+    );
+    expect(heavy).toEqual([]);
+  });
+
+  it('publishes type declarations for every entry point', async () => {
+    const { exports } = (await import(join(root, 'package.json'), { with: { type: 'json' } })).default as {
+      exports: Record<string, { types?: string; import?: string } | string>;
+    };
+    for (const [entry, target] of Object.entries(exports)) {
+      if (typeof target === 'string') continue;
+      expect(target.types, entry).toBeDefined();
+      expect(existsSync(join(root, target.types!)), `${entry} types`).toBe(true);
+      expect(existsSync(join(root, target.import!)), `${entry} import`).toBe(true);
+    }
+  });
+});
