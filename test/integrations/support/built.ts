@@ -22,7 +22,7 @@ export interface RunResult {
   readonly stderr: string;
 }
 
-/** Runs `node <args>` in the repository root and collects its output; bounded by `timeoutMs`. */
+/** Runs `node <args>` (with `env` as its whole environment when given) and collects its output, bounded by `timeoutMs`. */
 export function runNode(
   args: readonly string[],
   options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
@@ -30,7 +30,7 @@ export function runNode(
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, args, {
       cwd: options.cwd ?? ROOT,
-      env: { ...process.env, ...options.env },
+      env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
