@@ -15,7 +15,6 @@ import type { CallScope, CallStart, Decision, LedgerOperation, SpanRef } from '.
 import { put } from './attributes.js';
 import { captureContent } from './content.js';
 import { describeError, type ErrorInfo } from './error-info.js';
-import { keyAttributes } from './key-attributes.js';
 import type { ObserverConfig } from './observer-config.js';
 import { safeExecute } from './safe.js';
 import {
@@ -68,6 +67,8 @@ export class OtelCallScope implements CallScope {
   readonly #context: Context | undefined;
   /** Non-content attributes shared by the span and the log record. */
   readonly #attributes: Attributes = {};
+  /** The part of `#attributes` learned at the decision, set on the span at its end. */
+  readonly #decisionAttributes: Attributes = {};
   readonly #metricAttributes: Attributes = {};
   #inFlight: UpDownCounter | undefined;
   #ended = false;
@@ -78,8 +79,11 @@ export class OtelCallScope implements CallScope {
     safeExecute('span attributes', () => this.#collectStartAttributes());
     const started = safeExecute('span start', () => {
       const parent = context.active();
-      const attributes: Attributes = { ...this.#attributes };
+      // Content goes on the span only, never on the log record, so it needs its own copy; otherwise the SDK's own
+      // copy at span start is enough.
+      let attributes = this.#attributes;
       if (config.captureContent) {
+        attributes = { ...attributes };
         put(
           attributes,
           ATTR.GEN_AI_TOOL_CALL_ARGUMENTS,
@@ -115,7 +119,7 @@ export class OtelCallScope implements CallScope {
     put(a, ATTR.GEN_AI_TOOL_CALL_ID, toolCallId);
     put(a, ATTR.TENANT_ID, config.tenantLabel(tenant));
     put(a, ATTR.TOOL_KIND, kind);
-    Object.assign(a, keyAttributes(key, config.keyMode, config.keyHashSecret, config.redactor));
+    Object.assign(a, config.keyAttributes(key));
     const m = this.#metricAttributes;
     put(m, ATTR.GEN_AI_TOOL_NAME, tool);
     put(m, ATTR.TOOL_KIND, kind);
@@ -191,7 +195,7 @@ export class OtelCallScope implements CallScope {
   };
 
   #collectDecisionAttributes(decision: Decision, error: ErrorInfo | undefined): void {
-    const a = this.#attributes;
+    const a = this.#decisionAttributes;
     put(a, ATTR.OUTCOME, decision.outcome);
     if (Number.isInteger(decision.attempt)) put(a, ATTR.ATTEMPT, decision.attempt);
     if (decision.waitedMs !== undefined) put(a, ATTR.WAITED_MS, Math.round(decision.waitedMs));
@@ -202,13 +206,14 @@ export class OtelCallScope implements CallScope {
       put(a, ATTR.ERROR_TYPE, error.type);
       put(a, ATTR.ERROR_CODE, error.code);
     }
+    Object.assign(this.#attributes, a);
   }
 
   #endSpan(decision: Decision, success: boolean, error: ErrorInfo | undefined): void {
     const span = this.#span;
     if (!span) return;
     try {
-      span.setAttributes(this.#attributes);
+      span.setAttributes(this.#decisionAttributes);
       const config = this.#config;
       if (config.captureContent && success && decision.result !== undefined) {
         const result = captureContent(decision.result, config.redactor, config.maxContentLength);
@@ -257,7 +262,8 @@ export class OtelCallScope implements CallScope {
       severityNumber: level.number,
       severityText: level.text,
       ...(body === undefined ? {} : { body }),
-      attributes: { ...this.#attributes },
+      // Emitted once, at the end of the scope: nothing mutates these attributes afterwards.
+      attributes: this.#attributes,
       ...(this.#context === undefined ? {} : { context: this.#context }),
       ...(outcome === 'failed' && error
         ? {

@@ -31,3 +31,26 @@ export function keyAttributes(
   const hash = safeExecute('key hash', () => hashKey(key, secret));
   return hash === undefined ? {} : { [ATTR.IDEMPOTENCY_KEY_HASH]: hash };
 }
+
+const CACHE_LIMIT = 1000;
+
+/**
+ * `keyAttributes` with the answers for recent keys remembered: a retried call repeats its key, and scrubbing a key
+ * is the most expensive part of a call's telemetry. Cleared when full rather than evicting one by one.
+ */
+export function cachedKeyAttributes(
+  mode: KeyMode,
+  secret: string | undefined,
+  redactor: Redactor,
+): (key: string | undefined) => Readonly<Attributes> {
+  const cache = new Map<string, Attributes>();
+  return (key) => {
+    if (typeof key !== 'string') return {};
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const attributes = keyAttributes(key, mode, secret, redactor);
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    cache.set(key, attributes);
+    return attributes;
+  };
+}

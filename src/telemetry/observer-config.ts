@@ -1,4 +1,4 @@
-import type { KeyMode } from './key-attributes.js';
+import type { Attributes } from '@opentelemetry/api';
 import type { Redactor } from './options.js';
 import type { Signals } from './providers.js';
 
@@ -8,8 +8,8 @@ export interface ObserverConfig {
   readonly redactor: Redactor;
   readonly captureContent: boolean;
   readonly maxContentLength: number;
-  readonly keyMode: KeyMode;
-  readonly keyHashSecret: string | undefined;
+  /** The key attributes of a call (raw key, its HMAC, or none); see `keyAttributes`. */
+  keyAttributes(key: string | undefined): Readonly<Attributes>;
   readonly metricTenants: ReadonlySet<string>;
   /** The tenant as it may appear on spans and logs (scrubbed), or undefined. */
   tenantLabel(tenant: unknown): string | undefined;

@@ -1,5 +1,6 @@
 import type { CallObserver } from '../contract/observer.js';
 import { OtelCallScope } from './call-scope.js';
+import { cachedKeyAttributes } from './key-attributes.js';
 import type { ObserverConfig } from './observer-config.js';
 import type { TelemetryOptions } from './options.js';
 import { createSignals } from './providers.js';
@@ -46,8 +47,11 @@ export function createOtelObserver(options: TelemetryOptions): CallObserver {
       Number.isFinite(maxContentLength) && maxContentLength >= 0
         ? maxContentLength
         : DEFAULT_MAX_CONTENT_LENGTH,
-    keyMode: options.keyMode ?? 'auto',
-    keyHashSecret: options.keyHashSecret ?? readSecretFromEnv(),
+    keyAttributes: cachedKeyAttributes(
+      options.keyMode ?? 'auto',
+      options.keyHashSecret ?? readSecretFromEnv(),
+      redactor,
+    ),
     metricTenants: new Set(options.metricTenants ?? []),
     tenantLabel: (tenant) => (typeof tenant === 'string' ? scrubTenant(tenant) : undefined),
     logBody: (tool, outcome, message) => {
