@@ -1,0 +1,93 @@
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLedger, migrationSql, ToolLedgerError } from '../../src/index.js';
+import { databaseUrl, uniqueSchema } from '../support/db.js';
+
+const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+const schemas: string[] = [];
+const fresh = () => {
+  const schema = uniqueSchema('mig');
+  schemas.push(schema);
+  return schema;
+};
+afterAll(async () => {
+  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await admin.end();
+});
+
+describe('migrations', () => {
+  it('apply once when many ledgers start at the same moment on separate connections', async () => {
+    const schema = fresh();
+    const ledgers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        createLedger({ connectionString: databaseUrl(), schema, telemetry: false, poolSize: 1 }),
+      ),
+    );
+    const { rows } = await admin.query(`SELECT version FROM "${schema}".tool_ledger_migrations`);
+    expect(rows).toEqual([{ version: 1 }]);
+    const tool = ledgers[3]!.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
+    expect((await tool.invoke({}, { key: 'k' })).outcome).toBe('executed');
+    await Promise.all(ledgers.map((l) => l.close()));
+  });
+
+  it('print as SQL a DBA can apply by hand, twice without harm, before a ledger with migrate: false', async () => {
+    const schema = fresh();
+    const script = migrationSql(schema);
+    expect(script).toContain(
+      `CREATE UNIQUE INDEX tool_runs_key_idx ON "${schema}".tool_runs (tenant_id, tool_name, idempotency_key)`,
+    );
+    await admin.query(script);
+    await admin.query(script);
+    const ledger = await createLedger({
+      connectionString: databaseUrl(),
+      schema,
+      migrate: false,
+      telemetry: false,
+    });
+    const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => 'ok' });
+    expect(await tool.call({}, { key: 'k' })).toBe('ok');
+    await ledger.close();
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".tool_ledger_migrations`);
+    expect(rows).toEqual([{ n: 1 }]);
+  });
+});
+
+describe('an unreachable database', () => {
+  it('fails createLedger with LEDGER_UNAVAILABLE, retryable, within the connect timeout', async () => {
+    const error = await createLedger({
+      connectionString: 'postgres://postgres@127.0.0.1:1/none',
+      connectTimeoutSeconds: 2,
+      telemetry: false,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolLedgerError);
+    expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
+    expect((error as Error).message).toMatch(/retry/i);
+  });
+
+  it('fails a call with LEDGER_UNAVAILABLE without running the handler', async () => {
+    const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+    let down = false;
+    const flaky = {
+      query: (text: string, params?: unknown[]) => {
+        if (down)
+          return Promise.reject(
+            Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+          );
+        return pool.query(text, params);
+      },
+      connect: () => pool.connect(),
+      end: () => pool.end(),
+    };
+    const ledger = await createLedger({ pool: flaky as never, schema: fresh(), telemetry: false });
+    let calls = 0;
+    const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => ++calls });
+    down = true;
+    const error = await tool.call({}, { key: 'k' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
+    expect(calls).toBe(0);
+    down = false;
+    expect(await tool.call({}, { key: 'k' })).toBe(1);
+    await ledger.close();
+    await pool.end();
+  });
+});
