@@ -12,8 +12,8 @@ interface JsonSchemaCapable {
 
 /**
  * The tool's input as an object JSON Schema, from (in order) an explicit schema, the Standard JSON Schema
- * interface that zod 4.2+, arktype and valibot's converter implement, or zod 4's own converter. `hint` tells
- * the developer where to pass an explicit schema when none of these works.
+ * interface (`~standard.jsonSchema`, implemented by zod 4.2+), or zod 4's own converter for older zod 4 releases.
+ * `hint` tells the developer where to pass an explicit schema when none of these works.
  */
 export function inputJsonSchema(
   tool: string,
