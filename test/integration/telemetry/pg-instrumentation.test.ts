@@ -1,0 +1,60 @@
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+
+// The instrumentation must be enabled before `pg` is first loaded, so nothing above imports it and the ledger
+// is imported afterwards.
+const harness = new TelemetryHarness().registerGlobal();
+const instrumentation = new PgInstrumentation({ requireParentSpan: true });
+instrumentation.setTracerProvider(harness.tracerProvider);
+instrumentation.enable();
+const { createLedger } = await import('../../../src/index.js');
+const { databaseUrl, uniqueSchema } = await import('../../support/db.js');
+
+// instrumentation-pg writes `db.system.name` (current conventions) or `db.system` (older), depending on
+// OTEL_SEMCONV_STABILITY_OPT_IN.
+const isPostgres = (span: ReadableSpan) =>
+  (span.attributes['db.system.name'] ?? span.attributes['db.system']) === 'postgresql';
+
+afterAll(async () => {
+  instrumentation.disable();
+  await harness.shutdown();
+  resetGlobals();
+});
+
+describe('with @opentelemetry/instrumentation-pg active', () => {
+  it("shows the ledger's SQL as child spans of the tool call, once per statement", async () => {
+    // Prepare
+    const ledger = await createLedger({
+      connectionString: databaseUrl(),
+      schema: uniqueSchema('tel'),
+      telemetry: {},
+    });
+    const tool = ledger.tool({ name: 'send_invoice', kind: 'mutation', handler: () => ({ sent: true }) });
+    harness.spans.reset();
+
+    // Act
+    await tool.invoke({ n: 1 }, { key: 'inv_2024_0042' });
+    await tool.invoke({ n: 1 }, { key: 'inv_2024_0042' });
+    await ledger.close();
+
+    // Assess
+    const spans = harness.finishedSpans();
+    const calls = spans.filter((s) => s.name === 'execute_tool send_invoice');
+    expect(calls).toHaveLength(2);
+    const queriesUnder = (call: ReadableSpan) =>
+      spans.filter((s) => s.parentSpanContext?.spanId === call.spanContext().spanId && isPostgres(s));
+    const first = queriesUnder(calls[0]!);
+    const replay = queriesUnder(calls[1]!);
+    const queries = (list: ReadableSpan[]) => list.filter((s) => s.name.startsWith('pg.query'));
+    // First execution: one claim and one complete statement; replay: the one claim that finds the stored result.
+    // Exactly these, so neither tool-ledger nor the pool adds a second span for the same statement.
+    expect(queries(first)).toHaveLength(2);
+    expect(queries(replay)).toHaveLength(1);
+    expect(queries(replay)[0]?.name).toBe(queries(first)[0]?.name);
+    for (const span of spans) {
+      expect(span.name).toMatch(/^(execute_tool send_invoice|pg\.query:.*|pg-pool\.connect|pg\.connect)$/);
+    }
+  });
+});
