@@ -4,13 +4,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
 
 // The instrumentation must be enabled before `pg` is first loaded, so nothing above imports it and the ledger
-// is imported afterwards.
+// (through the test's database helpers) is imported afterwards.
 const harness = new TelemetryHarness().registerGlobal();
 const instrumentation = new PgInstrumentation({ requireParentSpan: true });
 instrumentation.setTracerProvider(harness.tracerProvider);
 instrumentation.enable();
-const { createLedger } = await import('../../../src/index.js');
-const { databaseUrl, uniqueSchema } = await import('../../support/db.js');
+const { postgresBackend } = await import('../../support/db.js');
 
 // instrumentation-pg writes `db.system.name` (current conventions) or `db.system` (older), depending on
 // OTEL_SEMCONV_STABILITY_OPT_IN.
@@ -24,13 +23,11 @@ afterAll(async () => {
 });
 
 describe('with @opentelemetry/instrumentation-pg active', () => {
+  const backend = postgresBackend();
+
   it("shows the ledger's SQL as child spans of the tool call, once per statement", async () => {
     // Prepare
-    const ledger = await createLedger({
-      connectionString: databaseUrl(),
-      schema: uniqueSchema('tel'),
-      telemetry: {},
-    });
+    const ledger = await backend.open({ telemetry: {} });
     const tool = ledger.tool({ name: 'send_invoice', kind: 'mutation', handler: () => ({ sent: true }) });
     harness.spans.reset();
 
