@@ -87,6 +87,15 @@ beforeAll(async () => {
       return { url: `https://example.test/export.${input.format}` };
     },
   });
+  const normalize = ledger.tool({
+    name: 'rename_customer',
+    kind: 'mutation',
+    input: z.object({
+      name: z.string().transform((value) => value.trim()),
+      note: z.string().default('none'),
+    }),
+    handler: async (input) => input,
+  });
   const valibotTool = ledger.tool({
     name: 'tag_customer',
     kind: 'mutation',
@@ -104,6 +113,7 @@ beforeAll(async () => {
   registerMcpTool(server, decline);
   registerMcpTool(server, crash);
   registerMcpTool(server, exportJob);
+  registerMcpTool(server, normalize);
   expect(() => registerMcpTool(server, valibotTool)).toThrowError(
     expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringContaining('inputJsonSchema') }),
   );
@@ -306,6 +316,16 @@ describe('registerMcpTool over a real MCP client (in-memory transport)', () => {
     const missing = await call('start_export_status', { job_id: 'job_nope' });
     expect(missing.isError).toBe(true);
     expect(code(missing)).toBe('JOB_NOT_FOUND');
+  });
+
+  it('hands the raw arguments to the ledger tool, so transforms and defaults apply once', async () => {
+    const { tools } = await client.listTools();
+    const schema = tools.find((t) => t.name === 'rename_customer')!.inputSchema;
+    expect(schema.required).toEqual(['name', 'idempotency_key']);
+    const result = await call('rename_customer', { name: '  Ada  ', idempotency_key: 'rename-1' });
+    expect(result.structuredContent).toEqual({ name: 'Ada', note: 'none' });
+    const again = await call('rename_customer', { name: '  Ada  ', idempotency_key: 'rename-1' });
+    expect(again._meta?.[MCP_CALL_META_KEY]).toMatchObject({ replayed: true });
   });
 
   it('validates non-zod inputs with their own validator', async () => {
