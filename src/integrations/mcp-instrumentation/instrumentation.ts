@@ -102,8 +102,9 @@ function toolError(result: { content?: unknown }): Error {
  * `registerMcpTool` already report through their ledger and are left alone.
  *
  * Register it before the MCP SDK is loaded: `registerInstrumentations({ instrumentations: [new
- * ToolLedgerMcpInstrumentation()] })` or NodeSDK's `instrumentations`, and for ES modules start Node with
- * `--import @opentelemetry/instrumentation/hook.mjs` (or register that hook with `module.register`).
+ * ToolLedgerMcpInstrumentation()] })` or NodeSDK's `instrumentations`. For ES modules, also register
+ * OpenTelemetry's loader hook first: `module.register('@opentelemetry/instrumentation/hook.mjs', import.meta.url)`
+ * in a file the app loads with `node --import`.
  */
 export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedgerMcpInstrumentationConfig> {
   // Prototype methods rather than #private ones: InstrumentationBase's constructor calls enable(), setConfig()
