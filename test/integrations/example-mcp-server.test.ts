@@ -109,7 +109,7 @@ describe('examples/mcp-server over stdio', () => {
   it('is traced: the summary on shutdown lists an execute_tool span per call', async () => {
     await call('server_info', {});
     await client.close();
-    for (let i = 0; i < 100 && !stderr.includes('spans'); i++) {
+    for (let i = 0; i < 300 && !stderr.includes('spans'); i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(stderr).toContain('tool-ledger example MCP server ready on stdio');
