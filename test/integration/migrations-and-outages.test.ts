@@ -91,3 +91,33 @@ describe('an unreachable database', () => {
     await pool.end();
   });
 });
+
+describe('a pool of one connection', () => {
+  it('still lets a duplicate wait for the first execution (the listener is not taken from the pool)', async () => {
+    const pool = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
+    const ledger = await createLedger({ pool, schema: fresh(), telemetry: false, waitSeconds: 10 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const tool = ledger.tool({
+      name: 'slow',
+      kind: 'mutation',
+      handler: async () => {
+        calls++;
+        await gate;
+        return 'done';
+      },
+    });
+    const first = tool.invoke({}, { key: 'k' });
+    await expect.poll(() => calls).toBe(1);
+    const duplicate = tool.invoke({}, { key: 'k' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    release();
+    expect((await first).outcome).toBe('executed');
+    expect(await duplicate).toMatchObject({ outcome: 'replayed', value: 'done' });
+    await ledger.close();
+    await pool.end();
+  });
+});

@@ -17,6 +17,38 @@ export interface PgPoolLike extends Queryable {
   end(): Promise<void>;
 }
 
+interface ListenerConnection {
+  readonly client: Pick<PgClientLike, 'query' | 'on'>;
+  dispose(): Promise<void>;
+}
+
+type ClientConstructor = new (
+  options: unknown,
+) => Pick<PgClientLike, 'query' | 'on'> & {
+  connect(): Promise<void>;
+  end(): Promise<void>;
+};
+
+/**
+ * LISTEN needs a connection of its own for as long as waiters exist. A `pg.Pool` exposes its client class and
+ * options, so the listener is opened beside the pool rather than taking one of its clients (a pool of one would
+ * otherwise deadlock its waiters); other pools lend a client.
+ */
+async function openListener(pool: PgPoolLike): Promise<ListenerConnection> {
+  const { Client, options } = pool as { Client?: ClientConstructor; options?: unknown };
+  if (typeof Client === 'function' && options) {
+    const client = new Client(options);
+    client.on('error', () => {});
+    await client.connect();
+    return { client, dispose: () => client.end() };
+  }
+  const client = await pool.connect();
+  return {
+    client,
+    dispose: async () => client.release(true),
+  };
+}
+
 /** A named statement runs on pg's extended protocol with the plan cached per connection. */
 interface NamedQuery {
   readonly name: string;
@@ -38,20 +70,25 @@ export function pgDriver(pool: PgPoolLike, ownsPool: boolean, preparedStatements
     }
     return { name, text, values };
   };
-  let listener: Promise<PgClientLike> | undefined;
+  let listener: Promise<ListenerConnection> | undefined;
   const handlers = new Map<string, Set<(payload: string) => void>>();
 
-  const listenClient = (): Promise<PgClientLike> => {
-    listener ??= pool.connect().then((client) => {
-      client.on('notification', (message) => {
+  const listenConnection = (): Promise<ListenerConnection> => {
+    listener ??= openListener(pool).then(async (connection) => {
+      connection.client.on('notification', (message) => {
         for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? '');
       });
-      // A broken listener only costs waiters their early wake-up; they fall back to backoff polling.
-      client.on('error', () => {
+      // A broken listener only costs waiters their early wake-up (they fall back to backoff polling); the next
+      // wait opens a new one and listens to every channel again.
+      connection.client.on('error', () => {
         listener = undefined;
-        client.release(true);
+        connection.dispose().catch(() => {});
       });
-      return client;
+      for (const channel of handlers.keys()) await connection.client.query(`LISTEN ${quoteIdent(channel)}`);
+      return connection;
+    });
+    listener.catch(() => {
+      listener = undefined;
     });
     return listener;
   };
@@ -84,23 +121,24 @@ export function pgDriver(pool: PgPoolLike, ownsPool: boolean, preparedStatements
       }
     },
     async listen(channel, onNotify) {
-      const client = await listenClient();
       let set = handlers.get(channel);
+      const isNew = set === undefined;
       if (!set) {
         set = new Set();
         handlers.set(channel, set);
-        await client.query(`LISTEN ${quoteIdent(channel)}`);
       }
       set.add(onNotify);
+      const connection = await listenConnection();
+      // LISTEN is idempotent, so a channel a fresh connection already listened to costs one no-op statement.
+      if (isNew) await connection.client.query(`LISTEN ${quoteIdent(channel)}`);
+      const registered = set;
       return async () => {
-        set.delete(onNotify);
+        registered.delete(onNotify);
       };
     },
     async close() {
-      if (listener) {
-        const client = await listener.catch(() => undefined);
-        client?.release(true);
-      }
+      const connection = await listener?.catch(() => undefined);
+      await connection?.dispose().catch(() => {});
       if (ownsPool) await pool.end();
     },
   };
