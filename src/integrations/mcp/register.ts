@@ -30,7 +30,7 @@ export function keyArgumentDescription(): string {
 }
 
 function replaySentence(field: string): string {
-  return `Replay-safe: a call with an ${field} that was already used returns the original result and does not repeat the action.`;
+  return `Replay-safe: a repeated call with the same ${field} returns the original result and does not repeat the action.`;
 }
 
 function appendSentence(description: string | undefined, sentence: string): string {
