@@ -133,17 +133,17 @@ export function ledgerFunctionTool<TContext = unknown>(
     async execute(
       input: unknown,
       runContext?: RunContext<TContext>,
-      details?: { toolCall?: AgentsToolCall },
+      details?: { toolCall?: AgentsToolCall; signal?: AbortSignal },
     ) {
-      const args = isRecord(input) ? input : {};
       const toolCall = details?.toolCall;
       const conversation = conversationId(runContext, toolCall);
       let key: string | undefined;
-      let callInput: unknown = args;
+      // Anything but an object goes to the ledger as it came, so its validator reports it as INPUT_INVALID.
+      let callInput: unknown = input;
       if (kind !== 'read') {
         let modelKey: unknown;
-        if (keyField !== false) {
-          const { [keyField]: sent, ...rest } = args;
+        if (keyField !== false && isRecord(input)) {
+          const { [keyField]: sent, ...rest } = input;
           modelKey = sent;
           callInput = rest;
         }
@@ -168,6 +168,7 @@ export function ledgerFunctionTool<TContext = unknown>(
         tenant: tenant(runContext, toolCall),
         user: user(runContext, toolCall),
         toolCallId: toolCall?.callId,
+        signal: details?.signal,
       };
       return target.call(callInput, context);
     },
