@@ -142,6 +142,30 @@ describe('package entry points', () => {
     return bare;
   }
 
+  it.each([
+    ['tool-ledger', 'deriveKey'],
+    ['tool-ledger/mcp', 'registerMcpTool'],
+    ['tool-ledger/mcp-instrumentation', 'ToolLedgerMcpInstrumentation'],
+    ['tool-ledger/openai-agents', 'ledgerFunctionTool'],
+    ['tool-ledger/ai-sdk', 'ledgerAiTool'],
+  ])('%s resolves by name to the built package and exports %s', async (entry, name) => {
+    const run = await runNode([
+      '--input-type=module',
+      '-e',
+      `const m = await import(${JSON.stringify(entry)}); process.stdout.write(typeof m[${JSON.stringify(name)}]);`,
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('function');
+  });
+
+  it('the instrumentation also loads with require()', async () => {
+    const run = await runNode([
+      '-e',
+      "process.stdout.write(typeof require('tool-ledger/mcp-instrumentation').ToolLedgerMcpInstrumentation)",
+    ]);
+    expect(run.stdout).toBe('function');
+  });
+
   it('the root entry pulls in no agent SDK', () => {
     const imports = [...bareImports('index.js')];
     for (const sdk of SDKS) expect(imports.filter((s) => s === sdk || s.startsWith(`${sdk}/`))).toEqual([]);
