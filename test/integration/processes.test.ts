@@ -1,8 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createLedger } from '../../src/index.js';
 import { databaseUrl, postgresBackend } from '../support/db.js';
 
 const root = join(import.meta.dirname, '../..');
@@ -90,17 +90,36 @@ describe('across processes on real Postgres', () => {
 
   it('refuses the completion of an owner that stalled past its lease', async () => {
     await backend.sql(`TRUNCATE "${schema}".side_effects`);
-    const stalled = start(['stall', databaseUrl(), schema, 'k-stalled', '2500']);
+    const stalled = start(['stall', databaseUrl(), schema, 'k-stalled', '6000']);
     await stalled.started;
-    await sleep(800); // the stalled owner's 0.5 s lease lapses; it cannot renew with a frozen event loop
-    const [takeover] = lastJson(await start(['once', databaseUrl(), schema, 'k-stalled']).output);
-    expect(takeover).toMatchObject({ outcome: 'executed', attempt: 2 });
+    // The stalled owner's 0.5 s lease lapses; with a frozen event loop it cannot renew. Take over from this
+    // process as soon as the database says so, well inside the 6 s stall even on a loaded machine.
+    await expect
+      .poll(
+        async () =>
+          (
+            await backend.sql<{ lapsed: boolean }>(
+              `SELECT lease_expires_at < now() AS lapsed FROM "${schema}".tool_runs WHERE idempotency_key = 'k-stalled'`,
+            )
+          )[0]?.lapsed,
+        { timeout: 5000, interval: 50 },
+      )
+      .toBe(true);
+    const ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    const takeover = await ledger
+      .tool({
+        name: 'charge_card',
+        kind: 'mutation',
+        handler: () => ({ chargedBy: process.pid, amount: 4500 }),
+      })
+      .invoke({ amount: 4500 }, { key: 'k-stalled' });
+    await ledger.close();
+    expect(takeover).toMatchObject({ outcome: 'executed', attempt: 2, value: { chargedBy: process.pid } });
     const [late] = lastJson(await stalled.output);
     expect(late).toEqual({ error: 'LEASE_LOST' });
     const [row] = await backend.sql<{ attempt: number; result_json: { chargedBy: number } }>(
       `SELECT attempt, result_json FROM "${schema}".tool_runs WHERE idempotency_key = 'k-stalled'`,
     );
-    expect(row?.attempt).toBe(2);
-    expect(row?.result_json.chargedBy).toBe(takeover?.value?.chargedBy);
+    expect(row).toEqual({ attempt: 2, result_json: { chargedBy: process.pid, amount: 4500 } });
   });
 });

