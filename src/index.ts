@@ -30,4 +30,6 @@ export type { PgClientLike, PgPoolLike } from './ledger/drivers/pg.js';
 export type { PGliteLike } from './ledger/drivers/pglite.js';
 export { migrationScript as migrationSql } from './ledger/migrations.js';
 export type { LedgerTool } from './middleware/tool.js';
+export { hashKey } from './telemetry/key-hash.js';
 export type { Redactor, TelemetryOptions } from './telemetry/options.js';
+export { createRedactor, REDACTED, type RedactorOptions } from './telemetry/redact/default-redactor.js';
