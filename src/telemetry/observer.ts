@@ -6,6 +6,7 @@ import type { TelemetryOptions } from './options.js';
 import { createSignals } from './providers.js';
 import { createRedactor } from './redact/default-redactor.js';
 import { safeExecute } from './safe.js';
+import { validateTelemetryOptions } from './validate-options.js';
 import { KEY_HASH_SECRET_ENV, SPAN_NAME_PREFIX } from './vocabulary.js';
 
 const DEFAULT_MAX_CONTENT_LENGTH = 4096;
@@ -35,6 +36,7 @@ function scrubCache(scrub: (text: string) => string): (text: string) => string |
  * registered everything is a cheap no-op, and an SDK registered later is picked up on the next call.
  */
 export function createOtelObserver(options: TelemetryOptions): CallObserver {
+  validateTelemetryOptions(options);
   const redactor = options.redactor ?? createRedactor();
   const maxContentLength = options.maxContentLength ?? DEFAULT_MAX_CONTENT_LENGTH;
   const scrubTenant = scrubCache((tenant) => redactor.redactText(tenant));
@@ -43,10 +45,7 @@ export function createOtelObserver(options: TelemetryOptions): CallObserver {
     signals: createSignals(options),
     redactor,
     captureContent: options.captureContent === true,
-    maxContentLength:
-      Number.isFinite(maxContentLength) && maxContentLength >= 0
-        ? maxContentLength
-        : DEFAULT_MAX_CONTENT_LENGTH,
+    maxContentLength,
     keyAttributes: cachedKeyAttributes(
       options.keyMode ?? 'auto',
       options.keyHashSecret ?? readSecretFromEnv(),

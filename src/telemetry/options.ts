@@ -12,7 +12,10 @@ export interface Redactor {
   redactValue(value: unknown): unknown;
 }
 
-/** Telemetry options of `createLedger({ telemetry })`. */
+/**
+ * Telemetry options of `createLedger({ telemetry })`. A value that cannot work (an unknown `keyMode`, a
+ * `metricTenants` that is not a list of strings, ...) makes `createLedger` throw `CONFIG_INVALID`.
+ */
 export interface TelemetryOptions {
   /**
    * Record scrubbed tool arguments and results as `gen_ai.tool.call.arguments` / `gen_ai.tool.call.result`.
