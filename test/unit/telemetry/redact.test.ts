@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashKey } from '../../../src/telemetry/key-hash.js';
@@ -114,6 +115,16 @@ describe('structured values', () => {
     expect(createRedactor({ sensitiveFields: ['loyalty_no'] }).redactValue({ loyaltyNo: 'L-1' })).toEqual({
       loyaltyNo: REDACTED,
     });
+  });
+});
+
+describe('redact-pii', () => {
+  it('is used through its local rules only: the Google Cloud DLP client is never loaded', () => {
+    const loaded = Object.keys(createRequire(import.meta.url).cache);
+    expect(loaded.some((file) => file.includes('/redact-pii/'))).toBe(true);
+    expect(loaded.filter((file) => file.includes('@google-cloud') || file.includes('google-gax'))).toEqual(
+      [],
+    );
   });
 });
 
