@@ -26,7 +26,7 @@ import { fmt, withPostgres } from './postgres.mjs';
 
 const CONCURRENCY = 16;
 const CALLS = Number(process.env.BENCH_CALLS ?? 4000);
-const CHUNK = 250;
+const CHUNK = 500;
 const CAPTURE = process.env.BENCH_CAPTURE === '1';
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',');
 const input = { customerId: 'cus_42', amountCents: 4500, currency: 'usd', lines: [{ sku: 'A-1', qty: 2 }] };
