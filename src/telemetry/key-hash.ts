@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { ToolLedgerError } from '../contract/errors.js';
 
 /**
  * The value tool-ledger emits as `tool_ledger.idempotency.key_hash` for keys that may hold personal data:
@@ -7,8 +8,14 @@ import { createHmac } from 'node:crypto';
  * plain one, because plain hashes of emails or phone numbers are reversed by trying every candidate.
  */
 export function hashKey(key: string, secret: string): string {
+  if (typeof key !== 'string') {
+    throw new ToolLedgerError('KEY_INVALID', `hashKey needs the raw key as a string, got ${typeof key}.`);
+  }
   if (typeof secret !== 'string' || secret.length === 0) {
-    throw new TypeError('hashKey needs a non-empty secret: pass the value of TOOL_LEDGER_KEY_HASH_SECRET');
+    throw new ToolLedgerError(
+      'CONFIG_INVALID',
+      'hashKey needs a non-empty secret: pass the value of TOOL_LEDGER_KEY_HASH_SECRET that the service uses.',
+    );
   }
   return createHmac('sha256', secret).update(key, 'utf8').digest('hex');
 }

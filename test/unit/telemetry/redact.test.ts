@@ -137,5 +137,6 @@ describe('hashKey', () => {
 
   it('refuses an empty secret with a message saying what to set', () => {
     expect(() => hashKey('k', '')).toThrow(/TOOL_LEDGER_KEY_HASH_SECRET/);
+    expect(() => hashKey('k', '')).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
   });
 });
