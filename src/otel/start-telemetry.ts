@@ -7,6 +7,7 @@ import { BatchLogRecordProcessor, type LogRecordProcessor } from '@opentelemetry
 import { type IMetricReader, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ToolLedgerError } from '../contract/errors.js';
 import { readOtelEnv } from './env.js';
 import { MemorySpans } from './memory-spans.js';
 import { formatSummary, type SpanSummary, summarizeSpan } from './summary.js';
@@ -70,7 +71,8 @@ let running: Telemetry | undefined;
  */
 export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   if (running) {
-    throw new Error(
+    throw new ToolLedgerError(
+      'CONFIG_INVALID',
       `startTelemetry() is already running for service "${running.serviceName}"; call its shutdown() before starting again.`,
     );
   }
