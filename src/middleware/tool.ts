@@ -356,6 +356,14 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       facts.attempt = row.attempt;
       if (row.job_id) facts.jobId = row.job_id;
       const verdict = judgeClaim(row, request);
+      const replayOf = (value: unknown) => ({
+        outcome: 'replayed' as const,
+        value,
+        tenant,
+        paramsHash,
+        completedAt: row.completed_at ?? undefined,
+        row,
+      });
       const waited = () => {
         facts.waitedMs = Math.round(performance.now() - waitStarted);
         return facts.waitedMs;
@@ -388,26 +396,10 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
         case 'replay':
           facts.original = spanOf(row);
           if (races > 0 || backoffMs > 20) waited();
-          return {
-            outcome: 'replayed' as const,
-            value: kind === 'job' ? jobStatusOf(row) : row.result_json,
-            tenant,
-            paramsHash,
-            completedAt: row.completed_at ?? undefined,
-            row,
-          };
+          return replayOf(kind === 'job' ? jobStatusOf(row) : row.result_json);
         case 'final_failure':
           facts.original = spanOf(row);
-          if (kind === 'job') {
-            return {
-              outcome: 'replayed' as const,
-              value: jobStatusOf(row),
-              tenant,
-              paramsHash,
-              completedAt: row.completed_at ?? undefined,
-              row,
-            };
-          }
+          if (kind === 'job') return replayOf(jobStatusOf(row));
           throw replayedFailure(row.error_json!);
         case 'conflict':
           facts.original = spanOf(row);
@@ -421,26 +413,10 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
           );
         case 'abandoned':
           facts.original = spanOf(row);
-          return {
-            outcome: 'replayed' as const,
-            value: jobStatusOf(row),
-            tenant,
-            paramsHash,
-            completedAt: undefined,
-            row,
-          };
+          return replayOf(jobStatusOf(row));
         case 'running': {
           facts.original = spanOf(row);
-          if (kind === 'job') {
-            return {
-              outcome: 'replayed' as const,
-              value: jobStatusOf(row),
-              tenant,
-              paramsHash,
-              completedAt: undefined,
-              row,
-            };
-          }
+          if (kind === 'job') return replayOf(jobStatusOf(row));
           const remaining = waitMs - (performance.now() - waitStarted);
           if (remaining <= 0 || context.signal?.aborted) {
             waited();
