@@ -13,18 +13,17 @@ import type {
   InvokeReport,
   JobStatus,
   Outcome,
-  Queryable,
   RejectedReason,
   ToolKind,
   ToolOptions,
 } from '../contract/types.js';
 import { type ClaimRow, leaseRemainingMs } from '../ledger/run-row.js';
-import type { Completion } from '../ledger/store.js';
 import { newLeaseOwner } from '../ledger/store.js';
 import { judgeClaim } from './decide.js';
-import { replayedFailure, toStoredError } from './failures.js';
+import { createExecutor } from './execute.js';
+import type { CallFacts } from './facts.js';
+import { replayedFailure } from './failures.js';
 import { jobStatusOf } from './job-status.js';
-import { holdLease } from './lease.js';
 import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
 
@@ -49,15 +48,6 @@ export interface LedgerTool<TCallInput, TValue> {
   getJob(jobId: string, context?: Pick<CallContext, 'tenant'>): Promise<TValue | undefined>;
 }
 
-/** Facts gathered while a call proceeds, turned into its decision at the end. */
-interface CallFacts {
-  attempt?: number;
-  waitedMs?: number;
-  executionSeconds?: number;
-  jobId?: string;
-  original?: SpanRef;
-}
-
 function outcomeOf(error: unknown): { outcome: Outcome; rejectedReason?: RejectedReason } {
   if (!(error instanceof ToolLedgerError)) return { outcome: 'failed' };
   switch (error.code) {
@@ -80,7 +70,7 @@ function spanOf(row: ClaimRow): SpanRef | undefined {
   return row.trace_id && row.span_id ? { traceId: row.trace_id, spanId: row.span_id } : undefined;
 }
 
-function sleep(ms: number): Promise<void> {
+function _sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
@@ -129,144 +119,15 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const allowLeaseTakeover = kind !== 'job' || definition.resumeAbandoned !== false;
   const handler = definition.handler as (input: unknown, ctx: HandlerContext) => unknown;
 
-  const resultJson = (value: unknown): { value: unknown; text: string } => {
-    const json = toJsonValue(value, { storable: true });
-    return { value: json, text: JSON.stringify(json) };
-  };
-
-  const notJson = (error: NotJsonError, alreadyRan: boolean) =>
-    new ToolLedgerError(
-      'RESULT_INVALID',
-      `Tool "${name}" returned a value that cannot be stored as JSON (${error.message}). ` +
-        (alreadyRan
-          ? 'The handler ran, so the key is spent to avoid repeating its side effect: return JSON-safe values and use a new key.'
-          : 'Its transaction was rolled back; return JSON-safe values and retry.'),
-      { cause: error, retryable: !alreadyRan },
-    );
-
-  /** Writes the completion, retrying briefly: the handler already ran, so losing its result is the costly path. */
-  const complete = async (completion: Completion, scope: CallScope): Promise<Date | undefined> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await store.complete(completion, scope.recordLedgerOperation);
-      } catch (error) {
-        if (attempt >= 3) throw error;
-        await sleep(100 * attempt);
-      }
-    }
-  };
-
-  const leaseLost = () =>
-    new ToolLedgerError(
-      'LEASE_LOST',
-      `Tool "${name}" finished after its lease lapsed and another caller took over the key, so this result was discarded. Retry with the same key to get the current execution's result; raise leaseSeconds for long handlers.`,
-    );
-
-  /** Runs the handler for a claim this call won, and records how it ended. */
-  const execute = async (
-    row: ClaimRow,
-    input: unknown,
-    context: CallContext,
-    tenant: string,
-    scope: CallScope,
-    facts: CallFacts,
-  ): Promise<{ value: unknown; completedAt: Date }> => {
-    const lease = holdLease(
-      store,
-      { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
-      leaseSeconds,
-      (controller) => runtime.abortOnClose(controller),
-    );
-    const base = { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner!, ttlSeconds };
-    const handlerContext = (db: Queryable | undefined): HandlerContext => ({
-      tool: name,
-      tenant,
-      key: context.key,
-      user: context.user,
-      toolCallId: context.toolCallId,
-      attempt: row.attempt,
-      jobId: row.job_id ?? undefined,
-      signal: lease.signal,
-      db,
-      renewLease: lease.renew,
-    });
-    const started = performance.now();
-    let handlerFailed = false;
-    const runHandler = async (db: Queryable | undefined) => {
-      try {
-        return await handler(input, handlerContext(db));
-      } catch (error) {
-        handlerFailed = true;
-        throw error;
-      } finally {
-        facts.executionSeconds = (performance.now() - started) / 1000;
-      }
-    };
-    const recordFailure = async (error: unknown, final: boolean) => {
-      try {
-        await complete(
-          { ...base, status: 'failed', final, resultJson: null, error: toStoredError(error, final) },
-          scope,
-        );
-      } catch {
-        // The caller gets the handler's own error; an unrecorded failure just leaves the lease to lapse.
-      }
-    };
-
-    scope.handlerStarted();
-    try {
-      if (definition.transactional) {
-        try {
-          return await store.driver.transaction(async (tx) => {
-            const result = resultJson(await runHandler(tx));
-            const completedAt = await store.complete(
-              { ...base, status: 'succeeded', final: false, resultJson: result.text, error: null },
-              scope.recordLedgerOperation,
-              tx,
-            );
-            if (!completedAt) throw leaseLost();
-            return { value: result.value, completedAt };
-          });
-        } catch (error) {
-          if (error instanceof NotJsonError) {
-            await recordFailure(notJson(error, false), false);
-            throw notJson(error, false);
-          }
-          if (handlerFailed) {
-            await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
-          } else if (!(error instanceof ToolLedgerError && error.code === 'LEASE_LOST')) {
-            await recordFailure(error, false);
-          }
-          throw error;
-        }
-      }
-
-      let value: unknown;
-      try {
-        value = await runHandler(undefined);
-      } catch (error) {
-        await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
-        throw error;
-      }
-      let result: { value: unknown; text: string };
-      try {
-        result = resultJson(value);
-      } catch (error) {
-        const wrapped = error instanceof NotJsonError ? notJson(error, true) : error;
-        await recordFailure(wrapped, true);
-        throw wrapped;
-      }
-      const completedAt = await complete(
-        { ...base, status: 'succeeded', final: false, resultJson: result.text, error: null },
-        scope,
-      );
-      if (!completedAt) throw leaseLost();
-      return { value: result.value, completedAt };
-    } finally {
-      lease.release();
-      scope.handlerFinished();
-    }
-  };
+  const execute = createExecutor({
+    runtime,
+    name,
+    handler,
+    transactional: definition.transactional === true,
+    isFinalError,
+    leaseSeconds,
+    ttlSeconds,
+  });
 
   const decide = async (input: unknown, context: CallContext, scope: CallScope, facts: CallFacts) => {
     const tenant = context.tenant ?? 'default';
