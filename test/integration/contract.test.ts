@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolFailure, ToolLedgerError } from '../../src/index.js';
@@ -105,6 +106,31 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     expect((await tool.invoke({ customer: 'c_1', amountCents: 5 }, { key: 'k-invalid' })).outcome).toBe(
       'executed',
     );
+  });
+
+  it('takes any Standard Schema validator, and hashes the validated (transformed) input', async () => {
+    const ledger = await backend.open();
+    let calls = 0;
+    const tool = ledger.tool({
+      name: 'send_email',
+      kind: 'mutation',
+      input: v.object({ to: v.pipe(v.string(), v.trim(), v.toLowerCase(), v.email()), subject: v.string() }),
+      handler: (input) => {
+        calls++;
+        return { sentTo: input.to };
+      },
+    });
+    expect(await tool.call({ to: 'A@Example.com', subject: 'hi' }, { key: 'k-valibot' })).toEqual({
+      sentTo: 'a@example.com',
+    });
+    // The same intent written differently normalizes to the same validated input: a replay, not a conflict.
+    expect((await tool.invoke({ to: ' a@example.COM ', subject: 'hi' }, { key: 'k-valibot' })).outcome).toBe(
+      'replayed',
+    );
+    const error = await rejection(tool.call({ to: 'not-an-email', subject: 'hi' }, { key: 'k-valibot-2' }));
+    expect(error.code).toBe('INPUT_INVALID');
+    expect(error.issues?.[0]?.path).toEqual(['to']);
+    expect(calls).toBe(1);
   });
 
   it('requires a valid key for mutations and jobs, but not for read tools', async () => {
