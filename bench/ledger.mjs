@@ -135,23 +135,17 @@ await withPostgres(async (url) => {
     console.log(
       `tool-ledger vs hand-written pg baseline: ${CALLS} calls per phase, concurrency ${CONCURRENCY}, median of ${ROUNDS} rounds`,
     );
+    const row = (phase, target) => ({
+      'tool-ledger': fmt(pick('ledgerRun', phase)),
+      baseline: fmt(pick('baselineRun', phase)),
+      ratio: ratio(phase).toFixed(2),
+      target,
+      'baseline, prepared': fmt(pick('preparedBaselineRun', phase)),
+      'ratio vs prepared': ratio(phase, 'preparedBaselineRun').toFixed(2),
+    });
     console.table({
-      'first execution (calls/s)': {
-        'tool-ledger': fmt(pick('ledgerRun', 'first')),
-        baseline: fmt(pick('baselineRun', 'first')),
-        ratio: ratio('first').toFixed(2),
-        target: '>= 0.90',
-        'baseline, prepared': fmt(pick('preparedBaselineRun', 'first')),
-        'ratio vs prepared': ratio('first', 'preparedBaselineRun').toFixed(2),
-      },
-      'replay (calls/s)': {
-        'tool-ledger': fmt(pick('ledgerRun', 'replay')),
-        baseline: fmt(pick('baselineRun', 'replay')),
-        ratio: ratio('replay').toFixed(2),
-        target: '>= 1.00',
-        'baseline, prepared': fmt(pick('preparedBaselineRun', 'replay')),
-        'ratio vs prepared': ratio('replay', 'preparedBaselineRun').toFixed(2),
-      },
+      'first execution (calls/s)': row('first', '>= 0.90'),
+      'replay (calls/s)': row('replay', '>= 1.00'),
     });
     const rss = await rssGrowth(url, schema('rss'));
     const mb = (b) => (b / 1024 / 1024).toFixed(1);

@@ -73,14 +73,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       `Tool "${name}" finished after its lease lapsed and another caller took over the key, so this result was discarded. Retry with the same key to get the current execution's result; raise leaseSeconds for long handlers.`,
     );
 
-  return async (
-    row: ClaimRow,
-    input: unknown,
-    context: CallContext,
-    tenant: string,
-    scope: CallScope,
-    facts: CallFacts,
-  ): Promise<{ value: unknown; completedAt: Date }> => {
+  const execute: Execute = async (row, input, context, tenant, scope, facts) => {
     const lease = holdLease(
       store,
       { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
@@ -177,4 +170,5 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       scope.handlerFinished();
     }
   };
+  return execute;
 }

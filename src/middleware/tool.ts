@@ -70,10 +70,6 @@ function spanOf(row: ClaimRow): SpanRef | undefined {
   return row.trace_id && row.span_id ? { traceId: row.trace_id, spanId: row.span_id } : undefined;
 }
 
-function _sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 function checkDefinition(definition: ToolOptions<StandardSchemaV1 | undefined, unknown>): void {
   const invalid = (message: string) => new ToolLedgerError('CONFIG_INVALID', message);
   if (typeof definition?.name !== 'string' || !TOOL_NAME.test(definition.name)) {
