@@ -44,9 +44,9 @@ export interface Completion {
   readonly ttlSeconds: number;
 }
 
-function normalizeRow<T extends RunRow>(raw: Record<string, unknown>): T {
-  // PGlite and pg both return timestamptz as Date and jsonb parsed; only bigint-ish counters need coercion.
-  return { ...raw, attempt: Number(raw.attempt), conflict_count: Number(raw.conflict_count) } as unknown as T;
+// Both pg and PGlite return int4 as number, timestamptz as Date and json parsed, so rows need no conversion.
+function asRow<T extends RunRow>(raw: Record<string, unknown>): T {
+  return raw as unknown as T;
 }
 
 /**
@@ -120,7 +120,7 @@ export class LedgerStore {
       timer,
     );
     const row = rows[0];
-    return row ? normalizeRow<ClaimRow>(row) : undefined;
+    return row ? asRow<ClaimRow>(row) : undefined;
   }
 
   /** Returns the completion time, or undefined when the fence refused the write (the lease was lost). */
@@ -181,7 +181,7 @@ export class LedgerStore {
       'lookup',
       timer,
     );
-    return rows[0] ? normalizeRow<RunRow>(rows[0]) : undefined;
+    return rows[0] ? asRow<RunRow>(rows[0]) : undefined;
   }
 
   async findRun(
@@ -198,7 +198,7 @@ export class LedgerStore {
       'lookup',
       timer,
     );
-    return rows[0] ? normalizeRow<RunRow>(rows[0]) : undefined;
+    return rows[0] ? asRow<RunRow>(rows[0]) : undefined;
   }
 
   async countExpired(): Promise<number> {

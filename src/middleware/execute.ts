@@ -78,7 +78,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       store,
       { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
       leaseSeconds,
-      (controller) => runtime.abortOnClose(controller),
+      (abort) => runtime.abortOnClose(abort),
     );
     const base = { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner!, ttlSeconds };
     const handlerContext = (db: Queryable | undefined): HandlerContext => ({
@@ -89,7 +89,9 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       toolCallId: context.toolCallId,
       attempt: row.attempt,
       jobId: row.job_id ?? undefined,
-      signal: lease.signal,
+      get signal() {
+        return lease.signal;
+      },
       db,
       renewLease: lease.renew,
     });

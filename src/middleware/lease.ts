@@ -15,21 +15,28 @@ export function holdLease(
   store: LedgerStore,
   run: { id: string; attempt: number; owner: string },
   leaseSeconds: number,
-  abortOnClose: (controller: AbortController) => () => void,
+  abortOnClose: (abort: (reason: unknown) => void) => () => void,
 ): HeldLease {
-  const controller = new AbortController();
-  const forget = abortOnClose(controller);
-  const lost = () =>
-    controller.abort(
-      new ToolLedgerError(
-        'LEASE_LOST',
-        `This execution's lease lapsed and another caller took over the key (leaseSeconds=${leaseSeconds}). Its result will be discarded. Renew the lease (ctx.renewLease) or raise leaseSeconds for long handlers.`,
-      ),
-    );
+  // Most handlers never look at their signal, so the controller is only made when one does (or must abort).
+  let controller: AbortController | undefined;
+  let abortedWith: unknown;
+  const abort = (reason: unknown) => {
+    if (abortedWith !== undefined) return;
+    abortedWith = reason;
+    controller?.abort(reason);
+  };
+  const forget = abortOnClose(abort);
   const renew = async () => {
-    if (controller.signal.aborted) return;
+    if (abortedWith !== undefined) return;
     const held = await store.renewLease(run.id, run.attempt, run.owner, leaseSeconds);
-    if (!held) lost();
+    if (!held) {
+      abort(
+        new ToolLedgerError(
+          'LEASE_LOST',
+          `This execution's lease lapsed and another caller took over the key (leaseSeconds=${leaseSeconds}). Its result will be discarded. Renew the lease (ctx.renewLease) or raise leaseSeconds for long handlers.`,
+        ),
+      );
+    }
   };
   const timer = setInterval(
     () => {
@@ -40,7 +47,13 @@ export function holdLease(
   );
   timer.unref();
   return {
-    signal: controller.signal,
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (abortedWith !== undefined) controller.abort(abortedWith);
+      }
+      return controller.signal;
+    },
     renew,
     release: () => {
       clearInterval(timer);

@@ -7,7 +7,7 @@ import type { LedgerStore } from '../ledger/store.js';
 /** What every tool of one ledger shares. Internal. */
 export class LedgerRuntime {
   readonly #pending = new Set<Promise<unknown>>();
-  readonly #running = new Set<AbortController>();
+  readonly #running = new Set<(reason: unknown) => void>();
   #closed = false;
 
   constructor(
@@ -38,10 +38,10 @@ export class LedgerRuntime {
     return work;
   }
 
-  /** Registers a running handler's controller, aborted if the ledger closes before the handler finishes. */
-  abortOnClose(controller: AbortController): () => void {
-    this.#running.add(controller);
-    return () => this.#running.delete(controller);
+  /** Registers a running handler's abort, called if the ledger closes before the handler finishes. */
+  abortOnClose(abort: (reason: unknown) => void): () => void {
+    this.#running.add(abort);
+    return () => this.#running.delete(abort);
   }
 
   /**
@@ -64,7 +64,7 @@ export class LedgerRuntime {
         'LEDGER_CLOSED',
         'The ledger closed while this handler was still running.',
       );
-      for (const controller of this.#running) controller.abort(reason);
+      for (const abort of this.#running) abort(reason);
     }
   }
 }

@@ -381,6 +381,37 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     expect(replay).toMatchObject({ outcome: 'replayed', attempt: 2, value: { by: 2 } });
   });
 
+  it("aborts the handler's signal when its lease is taken over, and when the ledger closes", async () => {
+    const ledger = await backend.open({ leaseSeconds: 0.3 });
+    const reasons: unknown[] = [];
+    const waitForAbort = (signal: AbortSignal) =>
+      new Promise((resolve) => signal.addEventListener('abort', () => resolve(reasons.push(signal.reason))));
+    const tool = ledger.tool({
+      name: 'long_task',
+      kind: 'mutation',
+      handler: async (_input: unknown, ctx) => {
+        await waitForAbort(ctx.signal);
+        return 'stopped';
+      },
+    });
+    const taken = tool.invoke({}, { key: 'k-signal' });
+    await expect
+      .poll(async () => (await backend.sql(`SELECT 1 FROM "${ledger.schema}".tool_runs`)).length)
+      .toBe(1);
+    // Another owner takes the key (as a takeover would); the next renewal notices and aborts the handler.
+    await backend.sql(`UPDATE "${ledger.schema}".tool_runs SET attempt = attempt + 1, lease_owner = 'other'`);
+    expect((await rejection(taken)).code).toBe('LEASE_LOST');
+    expect(reasons[0]).toMatchObject({ code: 'LEASE_LOST' });
+
+    const running = tool.invoke({}, { key: 'k-signal-close' }).catch((e: unknown) => e);
+    await expect
+      .poll(async () => (await backend.sql(`SELECT 1 FROM "${ledger.schema}".tool_runs`)).length)
+      .toBe(2);
+    await ledger.close({ timeoutSeconds: 0.1 });
+    await running;
+    expect(reasons[1]).toMatchObject({ code: 'LEDGER_CLOSED' });
+  });
+
   it('leaves volatile fields out of the parameter hash', async () => {
     const ledger = await backend.open();
     let calls = 0;
