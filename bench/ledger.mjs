@@ -115,15 +115,17 @@ await withPostgres(async (url) => {
     return schemas.at(-1);
   };
   try {
-    // Rounds alternate which side runs first, so neither always meets a warmer server; the median round counts.
+    // Each round rotates the order, so every side runs first, middle and last equally often and none always meets
+    // a warmer server; a throwaway warm-up round JIT-compiles every path first. The median round counts.
+    const sides = [baselineRun, ledgerRun, preparedBaselineRun];
+    for (const run of sides) await run(url, schema(`warmup_${run.name}`));
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const runs =
-        r % 2 === 0
-          ? [baselineRun, ledgerRun, preparedBaselineRun]
-          : [preparedBaselineRun, ledgerRun, baselineRun];
       const results = {};
-      for (const run of runs) results[run.name] = await run(url, schema(`${run.name}_${r}`));
+      for (let i = 0; i < sides.length; i++) {
+        const run = sides[(r + i) % sides.length];
+        results[run.name] = await run(url, schema(`${run.name}_${r}`));
+      }
       rounds.push(results);
     }
     const pick = (side, phase) => median(rounds.map((r) => r[side][phase]));
