@@ -54,7 +54,8 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
         return current;
       case 'number':
         if (!Number.isFinite(current)) throw new NotJsonError(path, `number ${current} is not finite`);
-        return current;
+        // JSON has no negative zero: without this, a first call would return -0 and its replay 0.
+        return current === 0 ? 0 : current;
       case 'bigint':
         throw new NotJsonError(path, 'BigInt is not JSON; convert it to a string');
       case 'function':
@@ -79,7 +80,18 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
           throw new NotJsonError(`${path}.${k}`, 'property name cannot be stored');
         }
         const converted = walk(v, `${path}.${k}`, k);
-        if (converted !== undefined) out[k] = converted;
+        if (converted === undefined) continue;
+        // Assigning "__proto__" would set the prototype and drop the key; JSON.parse keeps it as a plain key.
+        if (k === '__proto__') {
+          Object.defineProperty(out, k, {
+            value: converted,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        } else {
+          out[k] = converted;
+        }
       }
       return out;
     } finally {

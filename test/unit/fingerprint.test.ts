@@ -52,10 +52,10 @@ describe('parameter hash', () => {
 });
 
 describe('toJsonValue', () => {
-  it('round-trips every JSON value unchanged', () => {
+  it('gives every JSON value exactly what a JSON round trip gives', () => {
     fc.assert(
       fc.property(json, (value) => {
-        expect(toJsonValue(value, { storable: false })).toEqual(value);
+        expect(toJsonValue(value, { storable: false })).toEqual(JSON.parse(JSON.stringify(value)));
       }),
     );
   });
@@ -86,6 +86,19 @@ describe('toJsonValue', () => {
       date: '2026-01-02T03:04:05.000Z',
       list: [null],
     });
+  });
+
+  it('writes negative zero as 0, as JSON does', () => {
+    expect(Object.is((toJsonValue({ n: -0 }, { storable: false }) as { n: number }).n, 0)).toBe(true);
+  });
+
+  it('keeps a "__proto__" key as data, as JSON.parse does', () => {
+    const parsed = JSON.parse('{"__proto__": {"polluted": true}, "a": 1}') as Record<string, unknown>;
+    const copy = toJsonValue(parsed, { storable: false }) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(Object.keys(copy)).toEqual(['__proto__', 'a']);
+    expect(JSON.stringify(copy)).toBe('{"__proto__":{"polluted":true},"a":1}');
+    expect(hash(parsed)).not.toBe(hash({ a: 1 }));
   });
 
   it('refuses strings Postgres cannot store only when asked to', () => {
