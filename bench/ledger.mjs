@@ -12,13 +12,11 @@ const RSS_CALLS = Number(process.env.BENCH_RSS_CALLS ?? 100_000);
 const input = { customerId: 'cus_42', amountCents: 4500, currency: 'usd', lines: [{ sku: 'A-1', qty: 2 }] };
 const handler = (i) => ({ invoiceId: `inv_${i}`, status: 'open', amountCents: 4500 });
 
+const openLedger = (url, schema) =>
+  createLedger({ connectionString: url, schema, poolSize: CONCURRENCY, telemetry: false });
+
 async function ledgerRun(url, schema) {
-  const ledger = await createLedger({
-    connectionString: url,
-    schema,
-    poolSize: CONCURRENCY,
-    telemetry: false,
-  });
+  const ledger = await openLedger(url, schema);
   let n = 0;
   const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => handler(n++) });
   const first = await throughput(CALLS, CONCURRENCY, (i) =>
@@ -82,12 +80,7 @@ async function baselineRun(url, schema, prepared = false) {
 }
 
 async function rssGrowth(url, schema) {
-  const ledger = await createLedger({
-    connectionString: url,
-    schema,
-    poolSize: CONCURRENCY,
-    telemetry: false,
-  });
+  const ledger = await openLedger(url, schema);
   const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => handler(0) });
   // Warm up so the measurement is growth, not first-use allocation.
   await throughput(2000, CONCURRENCY, (i) => tool.call(input, { key: `w${i}` }));

@@ -108,12 +108,6 @@ export function findJobSql(schema: string): string {
 WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 }
 
-/** One run by its full key. $1 tenant, $2 tool, $3 key. */
-export function findRunSql(schema: string): string {
-  return `SELECT ${RUN_COLUMNS}, now() AS db_now FROM ${runsTable(schema)}
-WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text`;
-}
-
 /** Deletes one batch of expired rows, skipping rows another purger holds. $1 batch size. */
 export function purgeExpiredBatchSql(schema: string): string {
   const t = runsTable(schema);

@@ -7,9 +7,7 @@ import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
 import {
   claimSql,
   completeSql,
-  countExpiredSql,
   findJobSql,
-  findRunSql,
   purgeExpiredBatchSql,
   recordConflictSql,
   renewLeaseSql,
@@ -49,27 +47,30 @@ function asRow<T extends RunRow>(raw: Record<string, unknown>): T {
   return raw as unknown as T;
 }
 
+/** The statements of one schema, built once per ledger. */
+function statements(schema: string) {
+  return Object.freeze({
+    claim: claimSql(schema),
+    complete: completeSql(schema),
+    renew: renewLeaseSql(schema),
+    conflict: recordConflictSql(schema),
+    findJob: findJobSql(schema),
+    purge: purgeExpiredBatchSql(schema),
+  });
+}
+
 /**
  * Typed access to the ledger table. Every method is one statement (one round trip), timed, with driver failures
  * mapped to `LEDGER_UNAVAILABLE`.
  */
 export class LedgerStore {
   readonly #driver: Driver;
-  readonly #sql: Readonly<Record<string, string>>;
+  readonly #sql: ReturnType<typeof statements>;
   readonly channel: string;
 
   constructor(driver: Driver, schema: string) {
     this.#driver = driver;
-    this.#sql = Object.freeze({
-      claim: claimSql(schema),
-      complete: completeSql(schema),
-      renew: renewLeaseSql(schema),
-      conflict: recordConflictSql(schema),
-      findJob: findJobSql(schema),
-      findRun: findRunSql(schema),
-      purge: purgeExpiredBatchSql(schema),
-      countExpired: countExpiredSql(schema),
-    });
+    this.#sql = statements(schema);
     // A plain lowercase identifier: both pg and PGlite LISTEN it without quoting surprises.
     this.channel = `tool_ledger_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
   }
@@ -100,7 +101,7 @@ export class LedgerStore {
   async claim(request: ClaimRequest, timer?: OperationTimer): Promise<ClaimRow | undefined> {
     const rows = await this.#run<Record<string, unknown>>(
       this.#driver,
-      this.#sql.claim!,
+      this.#sql.claim,
       [
         request.tenant,
         request.tool,
@@ -131,7 +132,7 @@ export class LedgerStore {
   ): Promise<Date | undefined> {
     const rows = await this.#run<{ completed_at: Date }>(
       client ?? this.#driver,
-      this.#sql.complete!,
+      this.#sql.complete,
       [
         completion.id,
         completion.attempt,
@@ -154,7 +155,7 @@ export class LedgerStore {
   async renewLease(id: string, attempt: number, owner: string, leaseSeconds: number): Promise<boolean> {
     const rows = await this.#run(
       this.#driver,
-      this.#sql.renew!,
+      this.#sql.renew,
       [id, attempt, owner, leaseSeconds],
       'renew the lease',
       undefined,
@@ -164,7 +165,7 @@ export class LedgerStore {
   }
 
   async recordConflict(id: string): Promise<void> {
-    await this.#run(this.#driver, this.#sql.conflict!, [id], 'record the conflict', undefined, undefined);
+    await this.#run(this.#driver, this.#sql.conflict, [id], 'record the conflict', undefined, undefined);
   }
 
   async findJob(
@@ -175,7 +176,7 @@ export class LedgerStore {
   ): Promise<RunRow | undefined> {
     const rows = await this.#run<Record<string, unknown>>(
       this.#driver,
-      this.#sql.findJob!,
+      this.#sql.findJob,
       [tenant, tool, jobId],
       'look up the job',
       'lookup',
@@ -184,40 +185,14 @@ export class LedgerStore {
     return rows[0] ? asRow<RunRow>(rows[0]) : undefined;
   }
 
-  async findRun(
-    tenant: string,
-    tool: string,
-    key: string,
-    timer?: OperationTimer,
-  ): Promise<RunRow | undefined> {
-    const rows = await this.#run<Record<string, unknown>>(
-      this.#driver,
-      this.#sql.findRun!,
-      [tenant, tool, key],
-      'look up the run',
-      'lookup',
-      timer,
-    );
-    return rows[0] ? asRow<RunRow>(rows[0]) : undefined;
-  }
-
-  async countExpired(): Promise<number> {
-    const rows = await this.#run<{ count: string }>(
-      this.#driver,
-      this.#sql.countExpired!,
-      [],
-      'count expired rows',
-      undefined,
-      undefined,
-    );
-    return Number(rows[0]?.count ?? 0);
-  }
-
   /** Deletes one batch; returns how many rows went. */
   async purgeBatch(batchSize: number): Promise<number> {
-    const started = this.#driver.query(this.#sql.purge!, [batchSize]);
     try {
-      const result = (await started) as { rows: unknown[]; rowCount?: number | null; affectedRows?: number };
+      const result = (await this.#driver.query(this.#sql.purge, [batchSize])) as {
+        rows: unknown[];
+        rowCount?: number | null;
+        affectedRows?: number;
+      };
       return Number(result.rowCount ?? result.affectedRows ?? 0);
     } catch (error) {
       throw ledgerUnavailable(error, 'purge expired rows');
