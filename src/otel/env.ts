@@ -1,3 +1,16 @@
+import { ToolLedgerError } from '../contract/errors.js';
+
+/** The OTLP transports of the specification, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them. */
+export const OTLP_PROTOCOLS = ['http/json', 'http/protobuf', 'grpc'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+export type Signal = 'traces' | 'metrics' | 'logs';
+
+/** A signal's protocol and the variable that chose it (none for the default). */
+export interface ProtocolChoice {
+  readonly protocol: OtlpProtocol;
+  readonly variable: string | undefined;
+}
+
 /** Reads the OTEL_* settings this bootstrap interprets itself; the exporters and the SDK read the rest. */
 export interface OtelEnv {
   readonly serviceName: string | undefined;
@@ -8,6 +21,7 @@ export interface OtelEnv {
   readonly logsExporterNone: boolean;
   readonly metricExportIntervalMillis: number | undefined;
   readonly metricExportTimeoutMillis: number | undefined;
+  readonly protocols: Readonly<Record<Signal, ProtocolChoice>>;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -27,6 +41,28 @@ function saysNone(value: string | undefined): boolean {
     .includes('none');
 }
 
+// This bootstrap's default stays http/json (the exporter-*-otlp-http packages) rather than the specification's
+// http/protobuf, so that an unset variable keeps the exporters the package has always used.
+const DEFAULT_PROTOCOL: OtlpProtocol = 'http/json';
+
+function protocolFor(env: NodeJS.ProcessEnv, signal: Signal): ProtocolChoice {
+  const specific = `OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_PROTOCOL`;
+  for (const variable of [specific, 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const value = nonEmpty(env[variable]);
+    if (value === undefined) continue;
+    const protocol = OTLP_PROTOCOLS.find((p) => p === value.toLowerCase());
+    if (protocol === undefined) {
+      throw new ToolLedgerError(
+        'CONFIG_INVALID',
+        `${variable}=${JSON.stringify(value)} is not an OTLP protocol; set it to ${OTLP_PROTOCOLS.join(', ')} or unset it (the default is ${DEFAULT_PROTOCOL}).`,
+      );
+    }
+    return { protocol, variable };
+  }
+  return { protocol: DEFAULT_PROTOCOL, variable: undefined };
+}
+
+/** @throws ToolLedgerError CONFIG_INVALID for an OTLP protocol variable with an unknown value. */
 export function readOtelEnv(env: NodeJS.ProcessEnv = process.env): OtelEnv {
   return {
     serviceName: nonEmpty(env.OTEL_SERVICE_NAME),
@@ -41,5 +77,10 @@ export function readOtelEnv(env: NodeJS.ProcessEnv = process.env): OtelEnv {
     logsExporterNone: saysNone(env.OTEL_LOGS_EXPORTER),
     metricExportIntervalMillis: positiveInt(env.OTEL_METRIC_EXPORT_INTERVAL),
     metricExportTimeoutMillis: positiveInt(env.OTEL_METRIC_EXPORT_TIMEOUT),
+    protocols: {
+      traces: protocolFor(env, 'traces'),
+      metrics: protocolFor(env, 'metrics'),
+      logs: protocolFor(env, 'logs'),
+    },
   };
 }

@@ -1,20 +1,18 @@
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
-import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { BatchLogRecordProcessor, type LogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { type IMetricReader, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ToolLedgerError } from '../contract/errors.js';
-import { readOtelEnv } from './env.js';
+import { type OtelEnv, readOtelEnv } from './env.js';
+import { createExporters } from './exporters.js';
 import { MemorySpans } from './memory-spans.js';
 import { formatSummary, type SpanSummary, summarizeSpan } from './summary.js';
 
 export type { SpanSummary } from './summary.js';
 
-/** Where telemetry goes: OTLP/HTTP exporters, or spans kept in memory for a printed summary. */
+/** Where telemetry goes: OTLP exporters, or spans kept in memory for a printed summary. */
 export type TelemetryMode = 'otlp' | 'memory';
 
 /** Options of {@link startTelemetry}. */
@@ -25,8 +23,9 @@ export interface StartTelemetryOptions {
    */
   readonly serviceName: string;
   /**
-   * `otlp`: traces, metrics and logs go to OTLP/HTTP exporters (endpoint, headers, timeouts and compression from
-   * the standard `OTEL_EXPORTER_OTLP_*` variables). `memory`: only spans are kept, in memory (the first 10 000),
+   * `otlp`: traces, metrics and logs go to OTLP exporters (endpoint, protocol, headers, timeouts and compression
+   * from the standard `OTEL_EXPORTER_OTLP_*` variables; http/json unless `OTEL_EXPORTER_OTLP_PROTOCOL` says
+   * http/protobuf or grpc, which need the matching `@opentelemetry/exporter-*-otlp-proto` or `-grpc` packages). `memory`: only spans are kept, in memory (the first 10 000),
    * for `summary()`; nothing leaves the process. `auto`: `otlp` when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set,
    * `memory` otherwise.
    * @default 'auto'
@@ -62,12 +61,21 @@ export interface Telemetry {
 
 let running: Telemetry | undefined;
 
+function describeProtocols(protocols: OtelEnv['protocols']): string {
+  const { traces, metrics, logs } = protocols;
+  return traces.protocol === metrics.protocol && metrics.protocol === logs.protocol
+    ? traces.protocol
+    : `traces ${traces.protocol}, metrics ${metrics.protocol}, logs ${logs.protocol}`;
+}
+
 /**
  * Starts the OpenTelemetry Node SDK for an application that uses tool-ledger: batch span and log processors and a
- * periodic metric reader, each with an OTLP/HTTP exporter, registered as the global providers. tool-ledger's
+ * periodic metric reader, each with an OTLP exporter (OTLP/HTTP JSON by default), registered as the global providers. tool-ledger's
  * ledgers pick them up on their next call, whenever they were created. Honours the standard `OTEL_*`
  * variables, including `OTEL_SDK_DISABLED`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`,
- * `OTEL_BLRP_*` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none`.
+ * `OTEL_BLRP_*`, `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none`.
+ * @throws ToolLedgerError CONFIG_INVALID when already running, for an unknown OTLP protocol, or when the exporter
+ * package a protocol needs is not installed.
  */
 export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   if (running) {
@@ -88,11 +96,16 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   if (memory) {
     spanProcessors.push(memory);
   } else {
-    if (!env.tracesExporterNone) spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
-    if (!env.metricsExporterNone) {
+    const exporters = createExporters(env.protocols, {
+      traces: !env.tracesExporterNone,
+      metrics: !env.metricsExporterNone,
+      logs: !env.logsExporterNone,
+    });
+    if (exporters.traces) spanProcessors.push(new BatchSpanProcessor(exporters.traces));
+    if (exporters.metrics) {
       metricReaders.push(
         new PeriodicExportingMetricReader({
-          exporter: new OTLPMetricExporter(),
+          exporter: exporters.metrics,
           exportIntervalMillis:
             options.metricExportIntervalMillis ?? env.metricExportIntervalMillis ?? 60_000,
           ...(env.metricExportTimeoutMillis === undefined
@@ -101,9 +114,7 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
         }),
       );
     }
-    if (!env.logsExporterNone) {
-      logRecordProcessors.push(new BatchLogRecordProcessor({ exporter: new OTLPLogExporter() }));
-    }
+    if (exporters.logs) logRecordProcessors.push(new BatchLogRecordProcessor({ exporter: exporters.logs }));
   }
 
   const sdk = new NodeSDK({
@@ -123,7 +134,7 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
     summary: () =>
       memory
         ? formatSummary(serviceName, memory.spans().map(summarizeSpan))
-        : `${serviceName}: traces, metrics and logs are exported over OTLP/HTTP (see OTEL_EXPORTER_OTLP_ENDPOINT).`,
+        : `${serviceName}: traces, metrics and logs are exported over OTLP (${describeProtocols(env.protocols)}; see OTEL_EXPORTER_OTLP_ENDPOINT).`,
     shutdown() {
       stopped ??= sdk.shutdown().finally(() => {
         // The SDK leaves its shut-down providers registered; clearing them lets a later startTelemetry() register.

@@ -55,4 +55,30 @@ describe('the built package, imported by name', () => {
       expect(existsSync(join(root, target.import!)), `${entry} import`).toBe(true);
     }
   });
+
+  it('names the package to install when OTEL_EXPORTER_OTLP_PROTOCOL asks for an exporter that is missing', () => {
+    const run = (hide: string) =>
+      execFileSync(
+        process.execPath,
+        ['--require', join(fixtures, 'hide-packages.cjs'), join(fixtures, 'start-otel.mjs')],
+        {
+          cwd: root,
+          encoding: 'utf8',
+          env: {
+            ...process.env,
+            HIDE_PACKAGES: hide,
+            OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+            OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+          },
+        },
+      );
+
+    expect(line(run('@opentelemetry/exporter-metrics-otlp-grpc'), 'FAILED')).toEqual({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining(
+        'OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the package @opentelemetry/exporter-metrics-otlp-grpc, which could not be loaded; install it (npm install @opentelemetry/exporter-metrics-otlp-grpc) or set OTEL_EXPORTER_OTLP_PROTOCOL to http/json.',
+      ),
+    });
+    expect(line(run(''), 'STARTED')).toContain('exported over OTLP (grpc;');
+  });
 });
