@@ -159,6 +159,18 @@ function reportExports(exported, sdkCalls) {
   );
 }
 
+/** Everything the bench prints for one backend. */
+async function benchBackend(label, ledger) {
+  const before = { ...sdk.exported };
+  const result = await measure(ledger, sdk);
+  report(label, result);
+  reportExports(
+    { spans: sdk.exported.spans - before.spans, logs: sdk.exported.logs - before.logs },
+    result.sdkCalls,
+  );
+  reportCost(await telemetryCostPerCall(ledger, sdk), result);
+}
+
 const sink = await startSink();
 const sdk = createSdk(sink.url);
 const telemetry = { captureContent: CAPTURE, keyHashSecret: 'bench-secret' };
@@ -168,14 +180,7 @@ try {
       const schema = `bench_tel_${Date.now().toString(36)}`;
       const ledger = await createLedger({ connectionString: url, schema, poolSize: CONCURRENCY, telemetry });
       try {
-        const before = { ...sdk.exported };
-        const result = await measure(ledger, sdk);
-        report('Postgres', result);
-        reportExports(
-          { spans: sdk.exported.spans - before.spans, logs: sdk.exported.logs - before.logs },
-          result.sdkCalls,
-        );
-        reportCost(await telemetryCostPerCall(ledger, sdk), result);
+        await benchBackend('Postgres', ledger);
       } finally {
         await ledger.close();
         const admin = new pg.Pool({ connectionString: url });
@@ -188,14 +193,7 @@ try {
     // In-process PGlite shares the CPU with telemetry, so this is the pessimistic case.
     const ledger = await createLedger({ pglite: 'memory://', telemetry });
     try {
-      const before = { ...sdk.exported };
-      const result = await measure(ledger, sdk);
-      report('Embedded PGlite (in-process)', result);
-      reportExports(
-        { spans: sdk.exported.spans - before.spans, logs: sdk.exported.logs - before.logs },
-        result.sdkCalls,
-      );
-      reportCost(await telemetryCostPerCall(ledger, sdk), result);
+      await benchBackend('Embedded PGlite (in-process)', ledger);
     } finally {
       await ledger.close();
     }

@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isToolLedgerError } from '../../../src/contract/errors.js';
 import { startTelemetry } from '../../../src/otel/index.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
 import { pgliteBackend } from '../../support/db.js';
@@ -224,15 +223,12 @@ describe('startTelemetry', () => {
   it('refuses an unknown OTLP protocol before registering anything', () => {
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = 'http://127.0.0.1:4318';
     process.env.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL = 'thrift';
-    let caught: unknown;
-    try {
-      startTelemetry({ serviceName: 'bad-protocol' });
-    } catch (error) {
-      caught = error;
-    }
-    expect(isToolLedgerError(caught) && caught.code).toBe('CONFIG_INVALID');
-    expect((caught as Error).message).toContain(
-      'OTEL_EXPORTER_OTLP_LOGS_PROTOCOL="thrift" is not an OTLP protocol',
+    expect(() => startTelemetry({ serviceName: 'bad-protocol' })).toThrow(
+      expect.objectContaining({
+        name: 'ToolLedgerError',
+        code: 'CONFIG_INVALID',
+        message: expect.stringContaining('OTEL_EXPORTER_OTLP_LOGS_PROTOCOL="thrift" is not an OTLP protocol'),
+      }),
     );
     // Nothing was left running: a correct start works straight away.
     delete process.env.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL;

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { isToolLedgerError } from '../../../src/contract/errors.js';
 import { readOtelEnv } from '../../../src/otel/env.js';
 
 describe('readOtelEnv: OTLP protocol', () => {
@@ -29,15 +28,14 @@ describe('readOtelEnv: OTLP protocol', () => {
   });
 
   it('rejects an unknown protocol with CONFIG_INVALID naming the variable and the choices', () => {
-    let caught: unknown;
-    try {
-      readOtelEnv({ OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http' });
-    } catch (error) {
-      caught = error;
-    }
-    expect(isToolLedgerError(caught) && caught.code).toBe('CONFIG_INVALID');
-    expect((caught as Error).message).toMatch(
-      /OTEL_EXPORTER_OTLP_METRICS_PROTOCOL="http" is not an OTLP protocol; set it to http\/json, http\/protobuf, grpc/,
+    expect(() => readOtelEnv({ OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http' })).toThrow(
+      expect.objectContaining({
+        name: 'ToolLedgerError',
+        code: 'CONFIG_INVALID',
+        message: expect.stringMatching(
+          /OTEL_EXPORTER_OTLP_METRICS_PROTOCOL="http" is not an OTLP protocol; set it to http\/json, http\/protobuf, grpc/,
+        ),
+      }),
     );
   });
 });
