@@ -41,8 +41,8 @@ function saysNone(value: string | undefined): boolean {
     .includes('none');
 }
 
-// This bootstrap's default stays http/json (the exporter-*-otlp-http packages) rather than the specification's
-// http/protobuf, so that an unset variable keeps the exporters the package has always used.
+// The default is http/json rather than the specification's http/protobuf because the exporter-*-otlp-http packages
+// are the ones the bootstrap requires; the protobuf and gRPC exporters are optional and loaded only on request.
 const DEFAULT_PROTOCOL: OtlpProtocol = 'http/json';
 
 function protocolFor(env: NodeJS.ProcessEnv, signal: Signal): ProtocolChoice {

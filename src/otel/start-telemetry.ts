@@ -25,9 +25,9 @@ export interface StartTelemetryOptions {
   /**
    * `otlp`: traces, metrics and logs go to OTLP exporters (endpoint, protocol, headers, timeouts and compression
    * from the standard `OTEL_EXPORTER_OTLP_*` variables; http/json unless `OTEL_EXPORTER_OTLP_PROTOCOL` says
-   * http/protobuf or grpc, which need the matching `@opentelemetry/exporter-*-otlp-proto` or `-grpc` packages). `memory`: only spans are kept, in memory (the first 10 000),
-   * for `summary()`; nothing leaves the process. `auto`: `otlp` when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set,
-   * `memory` otherwise.
+   * http/protobuf or grpc, which need the matching `@opentelemetry/exporter-*-otlp-proto` or `-grpc` packages).
+   * `memory`: only spans are kept, in memory (the first 10 000), for `summary()`; nothing leaves the process.
+   * `auto`: `otlp` when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set, `memory` otherwise.
    * @default 'auto'
    */
   readonly mode?: 'auto' | TelemetryMode;
@@ -70,10 +70,10 @@ function describeProtocols(protocols: OtelEnv['protocols']): string {
 
 /**
  * Starts the OpenTelemetry Node SDK for an application that uses tool-ledger: batch span and log processors and a
- * periodic metric reader, each with an OTLP exporter (OTLP/HTTP JSON by default), registered as the global providers. tool-ledger's
- * ledgers pick them up on their next call, whenever they were created. Honours the standard `OTEL_*`
- * variables, including `OTEL_SDK_DISABLED`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`,
- * `OTEL_BLRP_*`, `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none`.
+ * periodic metric reader, each with an OTLP exporter (OTLP/HTTP JSON by default), registered as the global
+ * providers. tool-ledger's ledgers pick them up on their next call, whenever they were created. Honours the
+ * standard `OTEL_*` variables, including `OTEL_SDK_DISABLED`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`,
+ * `OTEL_BSP_*`, `OTEL_BLRP_*`, `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none`.
  * @throws ToolLedgerError CONFIG_INVALID when already running, for an unknown OTLP protocol, or when the exporter
  * package a protocol needs is not installed.
  */
