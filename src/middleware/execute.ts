@@ -28,8 +28,17 @@ export type Execute = (
   facts: CallFacts,
 ) => Promise<{ value: unknown; completedAt: Date }>;
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** How long a result whose completion failed is kept and retried in the background. */
+const BACKGROUND_SAVE_MS = 10 * 60_000;
+const BACKGROUND_FIRST_DELAY_MS = 250;
+// Short, so that when the database comes back this save usually lands before a retry finds the lease lapsed.
+const BACKGROUND_MAX_DELAY_MS = 1000;
+
+function sleep(ms: number, { keepAlive = true } = {}): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    if (!keepAlive) timer.unref();
+  });
 }
 
 /**
@@ -66,6 +75,44 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       }
     }
   };
+
+  /**
+   * Keeps trying to save a result whose completion failed, after the caller has been told. Until it lands, the row
+   * stays `in_progress` under this attempt, so a retry with the same key waits for it instead of running the
+   * handler again; the fence still refuses it if another caller took the key over meanwhile.
+   */
+  const saveLater = (completion: Completion): void => {
+    let stopped = false;
+    const forget = runtime.abortOnClose(() => {
+      stopped = true;
+    });
+    const work = (async () => {
+      const deadline = Date.now() + BACKGROUND_SAVE_MS;
+      try {
+        for (let delayMs = BACKGROUND_FIRST_DELAY_MS; !stopped && Date.now() < deadline; ) {
+          // Not kept alive for this: a process that is done may exit, as it could crash, and a later retry decides.
+          await sleep(delayMs, { keepAlive: false });
+          if (stopped) return;
+          try {
+            await store.complete(completion, () => {});
+            return;
+          } catch {
+            delayMs = Math.min(delayMs * 2, BACKGROUND_MAX_DELAY_MS);
+          }
+        }
+      } finally {
+        forget();
+      }
+    })();
+    void runtime.track(work);
+  };
+
+  const resultNotSaved = (error: unknown) =>
+    new ToolLedgerError(
+      'LEDGER_UNAVAILABLE',
+      `Tool "${name}" ran, but the database failed while saving its result (${error instanceof Error ? error.message : String(error)}). This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it (IN_PROGRESS until then); do not use a new key, or the action may run twice.`,
+      { cause: error, retryable: true },
+    );
 
   const leaseLost = () =>
     new ToolLedgerError(
@@ -161,10 +208,20 @@ export function createExecutor(settings: ExecutorSettings): Execute {
         await recordFailure(wrapped, true);
         throw wrapped;
       }
-      const completedAt = await complete(
-        { ...base, status: 'succeeded', final: false, resultJson: result.text, error: null },
-        scope,
-      );
+      const completion: Completion = {
+        ...base,
+        status: 'succeeded',
+        final: false,
+        resultJson: result.text,
+        error: null,
+      };
+      let completedAt: Date | undefined;
+      try {
+        completedAt = await complete(completion, scope);
+      } catch (error) {
+        saveLater(completion);
+        throw resultNotSaved(error);
+      }
       if (!completedAt) throw leaseLost();
       return { value: result.value, completedAt };
     } finally {

@@ -92,6 +92,77 @@ describe('an unreachable database', () => {
   });
 });
 
+/** A real pool whose every statement fails while `down` is set, as when the database drops off the network. */
+function flakyPool() {
+  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 4 });
+  const state = { down: false };
+  const refused = () =>
+    Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+  const flaky = {
+    query: (text: string, params?: unknown[]) => (state.down ? refused() : pool.query(text, params)),
+    connect: () => pool.connect(),
+    end: () => pool.end(),
+  };
+  return { state, flaky, pool };
+}
+
+describe('a database that fails while saving a result', () => {
+  const runsOf = async (schema: string) =>
+    (await admin.query(`SELECT status, result_json FROM "${schema}".tool_runs`)).rows;
+
+  it('tells the caller, keeps the result, saves it when the database is back, and replays it to a retry', async () => {
+    const { state, flaky, pool } = flakyPool();
+    const schema = fresh();
+    const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
+    let runs = 0;
+    const tool = ledger.tool({
+      name: 'charge_card',
+      kind: 'mutation',
+      handler: () => {
+        runs++;
+        state.down = true; // the database goes away after the side effect, before the completion
+        return { chargeId: 'ch_1' };
+      },
+    });
+
+    const error = await tool.call({ amount: 5 }, { key: 'charge-1' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
+    expect((error as Error).message).toMatch(/ran, but the database failed while saving its result/);
+    expect((error as Error).message).toMatch(/Retry with the same key/);
+
+    state.down = false;
+    const retried = await tool.invoke({ amount: 5 }, { key: 'charge-1' });
+
+    expect(retried).toMatchObject({ outcome: 'replayed', value: { chargeId: 'ch_1' } });
+    expect(runs).toBe(1);
+    expect(await runsOf(schema)).toEqual([{ status: 'succeeded', result_json: { chargeId: 'ch_1' } }]);
+    await ledger.close();
+    await pool.end();
+  });
+
+  it('stops trying when the ledger closes, leaving the row in progress for its lease to lapse', async () => {
+    const { state, flaky, pool } = flakyPool();
+    const schema = fresh();
+    const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
+    const tool = ledger.tool({
+      name: 'charge_card',
+      kind: 'mutation',
+      handler: () => {
+        state.down = true;
+        return { chargeId: 'ch_2' };
+      },
+    });
+    await expect(tool.call({}, { key: 'charge-2' })).rejects.toMatchObject({ code: 'LEDGER_UNAVAILABLE' });
+
+    await ledger.close({ timeoutSeconds: 0.3 });
+    state.down = false;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+
+    expect((await runsOf(schema)).map((r) => r.status)).toEqual(['in_progress']);
+    await pool.end();
+  });
+});
+
 describe('a pool of one connection', () => {
   it('still lets a duplicate wait for the first execution (the listener is not taken from the pool)', async () => {
     const pool = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
