@@ -155,13 +155,19 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       }
     };
     const recordFailure = async (error: unknown, final: boolean) => {
+      const completion: Completion = {
+        ...base,
+        status: 'failed',
+        final,
+        resultJson: null,
+        error: toStoredError(error, final),
+      };
       try {
-        await complete(
-          { ...base, status: 'failed', final, resultJson: null, error: toStoredError(error, final) },
-          scope,
-        );
+        await complete(completion, scope);
       } catch {
-        // The caller gets the handler's own error; an unrecorded failure just leaves the lease to lapse.
+        // The caller gets the handler's own error either way; saving it later keeps a final failure from being
+        // retried by the next call with this key.
+        saveLater(completion);
       }
     };
 

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLedger, migrationSql, ToolLedgerError } from '../../src/index.js';
+import { createLedger, migrationSql, ToolFailure, ToolLedgerError } from '../../src/index.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 
 const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
@@ -136,6 +136,34 @@ describe('a database that fails while saving a result', () => {
     expect(retried).toMatchObject({ outcome: 'replayed', value: { chargeId: 'ch_1' } });
     expect(runs).toBe(1);
     expect(await runsOf(schema)).toEqual([{ status: 'succeeded', result_json: { chargeId: 'ch_1' } }]);
+    await ledger.close();
+    await pool.end();
+  });
+
+  it('saves a final failure the same way, so a retry replays it instead of running the handler again', async () => {
+    const { state, flaky, pool } = flakyPool();
+    const schema = fresh();
+    const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
+    let runs = 0;
+    const tool = ledger.tool({
+      name: 'charge_card',
+      kind: 'mutation',
+      handler: () => {
+        runs++;
+        state.down = true;
+        throw new ToolFailure('Card declined.', { reason: 'card_declined' });
+      },
+    });
+    await expect(tool.call({}, { key: 'charge-3' })).rejects.toMatchObject({
+      code: 'TOOL_FAILED',
+      replayed: false,
+    });
+
+    state.down = false;
+    const retried = await tool.call({}, { key: 'charge-3' }).catch((e: unknown) => e);
+
+    expect(retried).toMatchObject({ code: 'TOOL_FAILED', replayed: true, reason: 'card_declined' });
+    expect(runs).toBe(1);
     await ledger.close();
     await pool.end();
   });
