@@ -92,10 +92,13 @@ describe('an unreachable database', () => {
   });
 });
 
-/** A real pool whose every statement fails while `down` is set, as when the database drops off the network. */
-function flakyPool() {
+/**
+ * A ledger on a real pool whose every statement fails while `down` is set, as when the database drops off the
+ * network, with a `charge_card` tool whose handler takes the database down after its side effect.
+ */
+async function ledgerThatLosesItsDatabase(outcome: () => unknown) {
   const pool = new pg.Pool({ connectionString: databaseUrl(), max: 4 });
-  const state = { down: false };
+  const state = { down: false, runs: 0 };
   const refused = () =>
     Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
   const flaky = {
@@ -103,27 +106,28 @@ function flakyPool() {
     connect: () => pool.connect(),
     end: () => pool.end(),
   };
-  return { state, flaky, pool };
+  const schema = fresh();
+  const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
+  const tool = ledger.tool({
+    name: 'charge_card',
+    kind: 'mutation',
+    handler: () => {
+      state.runs++;
+      state.down = true;
+      return outcome();
+    },
+  });
+  const runs = async () => (await admin.query(`SELECT status, result_json FROM "${schema}".tool_runs`)).rows;
+  const close = async () => {
+    await ledger.close();
+    await pool.end();
+  };
+  return { state, tool, runs, close, ledger, pool };
 }
 
 describe('a database that fails while saving a result', () => {
-  const runsOf = async (schema: string) =>
-    (await admin.query(`SELECT status, result_json FROM "${schema}".tool_runs`)).rows;
-
   it('tells the caller, keeps the result, saves it when the database is back, and replays it to a retry', async () => {
-    const { state, flaky, pool } = flakyPool();
-    const schema = fresh();
-    const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
-    let runs = 0;
-    const tool = ledger.tool({
-      name: 'charge_card',
-      kind: 'mutation',
-      handler: () => {
-        runs++;
-        state.down = true; // the database goes away after the side effect, before the completion
-        return { chargeId: 'ch_1' };
-      },
-    });
+    const { state, tool, runs, close } = await ledgerThatLosesItsDatabase(() => ({ chargeId: 'ch_1' }));
 
     const error = await tool.call({ amount: 5 }, { key: 'charge-1' }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
@@ -134,25 +138,14 @@ describe('a database that fails while saving a result', () => {
     const retried = await tool.invoke({ amount: 5 }, { key: 'charge-1' });
 
     expect(retried).toMatchObject({ outcome: 'replayed', value: { chargeId: 'ch_1' } });
-    expect(runs).toBe(1);
-    expect(await runsOf(schema)).toEqual([{ status: 'succeeded', result_json: { chargeId: 'ch_1' } }]);
-    await ledger.close();
-    await pool.end();
+    expect(state.runs).toBe(1);
+    expect(await runs()).toEqual([{ status: 'succeeded', result_json: { chargeId: 'ch_1' } }]);
+    await close();
   });
 
   it('saves a final failure the same way, so a retry replays it instead of running the handler again', async () => {
-    const { state, flaky, pool } = flakyPool();
-    const schema = fresh();
-    const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
-    let runs = 0;
-    const tool = ledger.tool({
-      name: 'charge_card',
-      kind: 'mutation',
-      handler: () => {
-        runs++;
-        state.down = true;
-        throw new ToolFailure('Card declined.', { reason: 'card_declined' });
-      },
+    const { state, tool, close } = await ledgerThatLosesItsDatabase(() => {
+      throw new ToolFailure('Card declined.', { reason: 'card_declined' });
     });
     await expect(tool.call({}, { key: 'charge-3' })).rejects.toMatchObject({
       code: 'TOOL_FAILED',
@@ -163,30 +156,22 @@ describe('a database that fails while saving a result', () => {
     const retried = await tool.call({}, { key: 'charge-3' }).catch((e: unknown) => e);
 
     expect(retried).toMatchObject({ code: 'TOOL_FAILED', replayed: true, reason: 'card_declined' });
-    expect(runs).toBe(1);
-    await ledger.close();
-    await pool.end();
+    expect(state.runs).toBe(1);
+    await close();
   });
 
   it('stops trying when the ledger closes, leaving the row in progress for its lease to lapse', async () => {
-    const { state, flaky, pool } = flakyPool();
-    const schema = fresh();
-    const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
-    const tool = ledger.tool({
-      name: 'charge_card',
-      kind: 'mutation',
-      handler: () => {
-        state.down = true;
-        return { chargeId: 'ch_2' };
-      },
-    });
+    const { state, tool, runs, ledger, pool } = await ledgerThatLosesItsDatabase(() => ({
+      chargeId: 'ch_2',
+    }));
     await expect(tool.call({}, { key: 'charge-2' })).rejects.toMatchObject({ code: 'LEDGER_UNAVAILABLE' });
 
     await ledger.close({ timeoutSeconds: 0.3 });
+    // The pool stays open and the database comes back: only the ledger's close can keep the save from landing.
     state.down = false;
     await new Promise((resolve) => setTimeout(resolve, 1500));
 
-    expect((await runsOf(schema)).map((r) => r.status)).toEqual(['in_progress']);
+    expect((await runs()).map((r) => r.status)).toEqual(['in_progress']);
     await pool.end();
   });
 });
