@@ -107,12 +107,16 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     void runtime.track(work);
   };
 
-  const resultNotSaved = (error: unknown) =>
-    new ToolLedgerError(
+  const resultNotSaved = (error: unknown) => {
+    // The store's own message says nothing was decided, which stopped being true when the handler ran.
+    const driverError = error instanceof ToolLedgerError && error.cause !== undefined ? error.cause : error;
+    const detail = driverError instanceof Error ? driverError.message : String(driverError);
+    return new ToolLedgerError(
       'LEDGER_UNAVAILABLE',
-      `Tool "${name}" ran, but the database failed while saving its result (${error instanceof Error ? error.message : String(error)}). This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it (IN_PROGRESS until then); do not use a new key, or the action may run twice.`,
+      `Tool "${name}" ran, but the database failed while saving its result (${detail}). This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it (IN_PROGRESS until then); do not use a new key, or the action may run twice.`,
       { cause: error, retryable: true },
     );
+  };
 
   const leaseLost = () =>
     new ToolLedgerError(

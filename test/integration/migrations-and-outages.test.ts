@@ -132,7 +132,9 @@ describe('a database that fails while saving a result', () => {
     const error = await tool.call({ amount: 5 }, { key: 'charge-1' }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
     expect((error as Error).message).toMatch(/ran, but the database failed while saving its result/);
+    expect((error as Error).message).toMatch(/saving its result \(connect ECONNREFUSED 127\.0\.0\.1:5432\)/);
     expect((error as Error).message).toMatch(/Retry with the same key/);
+    expect((error as Error).message).not.toMatch(/Nothing was decided/);
 
     state.down = false;
     const retried = await tool.invoke({ amount: 5 }, { key: 'charge-1' });
