@@ -5,6 +5,10 @@ export const OTLP_PROTOCOLS = ['http/json', 'http/protobuf', 'grpc'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 export type Signal = 'traces' | 'metrics' | 'logs';
 
+/** The exporters this bootstrap can build, as `OTEL_{TRACES,METRICS,LOGS}_EXPORTER` name them. */
+export const EXPORTER_NAMES = ['otlp', 'console'] as const;
+export type ExporterName = (typeof EXPORTER_NAMES)[number];
+
 /** A signal's protocol and the variable that chose it (none for the default). */
 export interface ProtocolChoice {
   readonly protocol: OtlpProtocol;
@@ -16,9 +20,10 @@ export interface OtelEnv {
   readonly serviceName: string | undefined;
   /** True when any OTLP endpoint variable is set, generic or per signal. */
   readonly hasOtlpEndpoint: boolean;
-  readonly tracesExporterNone: boolean;
-  readonly metricsExporterNone: boolean;
-  readonly logsExporterNone: boolean;
+  /** Each signal's exporters: `otlp` unless its `OTEL_*_EXPORTER` variable says otherwise; empty for `none`. */
+  readonly exporters: Readonly<Record<Signal, readonly ExporterName[]>>;
+  /** True when an `OTEL_*_EXPORTER` variable asks for an exporter (not only `none`). */
+  readonly exporterRequested: boolean;
   readonly metricExportIntervalMillis: number | undefined;
   readonly metricExportTimeoutMillis: number | undefined;
   readonly protocols: Readonly<Record<Signal, ProtocolChoice>>;
@@ -34,11 +39,27 @@ function positiveInt(value: string | undefined): number | undefined {
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
 
-function saysNone(value: string | undefined): boolean {
-  return (nonEmpty(value) ?? '')
-    .split(',')
-    .map((s) => s.trim().toLowerCase())
-    .includes('none');
+const EXPORTER_VARIABLE: Record<Signal, string> = {
+  traces: 'OTEL_TRACES_EXPORTER',
+  metrics: 'OTEL_METRICS_EXPORTER',
+  logs: 'OTEL_LOGS_EXPORTER',
+};
+
+function exportersFor(env: NodeJS.ProcessEnv, signal: Signal): ExporterName[] | undefined {
+  const variable = EXPORTER_VARIABLE[signal];
+  const value = nonEmpty(env[variable]);
+  if (value === undefined) return undefined;
+  const names = value.split(',').map((name) => name.trim().toLowerCase());
+  // As the specification has it, `none` turns the signal off whatever else the list names.
+  if (names.includes('none')) return [];
+  const unknown = names.filter((name) => !EXPORTER_NAMES.some((known) => known === name));
+  if (unknown.length > 0) {
+    throw new ToolLedgerError(
+      'CONFIG_INVALID',
+      `${variable}=${JSON.stringify(value)} names an exporter this bootstrap does not build (${unknown.join(', ')}); use otlp, console or none, or wire other exporters with @opentelemetry/sdk-node yourself.`,
+    );
+  }
+  return [...new Set(names as ExporterName[])];
 }
 
 // The default is http/json rather than the specification's http/protobuf because the exporter-*-otlp-http packages
@@ -62,8 +83,13 @@ function protocolFor(env: NodeJS.ProcessEnv, signal: Signal): ProtocolChoice {
   return { protocol: DEFAULT_PROTOCOL, variable: undefined };
 }
 
-/** @throws ToolLedgerError CONFIG_INVALID for an OTLP protocol variable with an unknown value. */
+/** @throws ToolLedgerError CONFIG_INVALID for an exporter or OTLP protocol variable with an unknown value. */
 export function readOtelEnv(env: NodeJS.ProcessEnv = process.env): OtelEnv {
+  const exporters = {
+    traces: exportersFor(env, 'traces'),
+    metrics: exportersFor(env, 'metrics'),
+    logs: exportersFor(env, 'logs'),
+  };
   return {
     serviceName: nonEmpty(env.OTEL_SERVICE_NAME),
     hasOtlpEndpoint: [
@@ -72,9 +98,12 @@ export function readOtelEnv(env: NodeJS.ProcessEnv = process.env): OtelEnv {
       env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
       env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
     ].some((v) => nonEmpty(v) !== undefined),
-    tracesExporterNone: saysNone(env.OTEL_TRACES_EXPORTER),
-    metricsExporterNone: saysNone(env.OTEL_METRICS_EXPORTER),
-    logsExporterNone: saysNone(env.OTEL_LOGS_EXPORTER),
+    exporters: {
+      traces: exporters.traces ?? ['otlp'],
+      metrics: exporters.metrics ?? ['otlp'],
+      logs: exporters.logs ?? ['otlp'],
+    },
+    exporterRequested: Object.values(exporters).some((names) => names !== undefined && names.length > 0),
     metricExportIntervalMillis: positiveInt(env.OTEL_METRIC_EXPORT_INTERVAL),
     metricExportTimeoutMillis: positiveInt(env.OTEL_METRIC_EXPORT_TIMEOUT),
     protocols: {

@@ -2,11 +2,11 @@ import { createRequire } from 'node:module';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
-import type { PushMetricExporter } from '@opentelemetry/sdk-metrics';
-import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { ConsoleLogRecordExporter, type LogRecordExporter } from '@opentelemetry/sdk-logs';
+import { ConsoleMetricExporter, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ToolLedgerError } from '../contract/errors.js';
-import type { ProtocolChoice, Signal } from './env.js';
+import type { ExporterName, ProtocolChoice, Signal } from './env.js';
 
 interface ExporterKinds {
   traces: SpanExporter;
@@ -44,6 +44,12 @@ const HTTP_JSON: { [S in Signal]: Constructor<ExporterKinds[S]> } = {
   logs: OTLPLogExporter,
 };
 
+const CONSOLE: { [S in Signal]: Constructor<ExporterKinds[S]> } = {
+  traces: ConsoleSpanExporter,
+  metrics: ConsoleMetricExporter,
+  logs: ConsoleLogRecordExporter,
+};
+
 /**
  * The http/protobuf and grpc exporters are optional peers, loaded only when a protocol variable asks for them:
  * most applications never install them, and `startTelemetry` stays synchronous.
@@ -71,25 +77,34 @@ function loadOptional<S extends Signal>(signal: S, choice: ProtocolChoice): Cons
   return exporter as Constructor<ExporterKinds[S]>;
 }
 
-function exporterClass<S extends Signal>(signal: S, choice: ProtocolChoice): Constructor<ExporterKinds[S]> {
+function otlpClass<S extends Signal>(signal: S, choice: ProtocolChoice): Constructor<ExporterKinds[S]> {
   return choice.protocol === 'http/json' ? HTTP_JSON[signal] : loadOptional(signal, choice);
 }
 
+/** An exporter and the name it was asked for by (console exporters want a processor that does not batch). */
+export interface NamedExporter<T> {
+  readonly name: ExporterName;
+  readonly exporter: T;
+}
+
+export type Exporters = { readonly [S in Signal]: readonly NamedExporter<ExporterKinds[S]>[] };
+
 /**
- * One OTLP exporter per wanted signal, over each signal's chosen protocol; endpoint, headers, compression and
- * timeouts come from the exporters' own OTEL_* variables. Every package is loaded before any exporter is made, so
- * a missing one fails the start with nothing half-built.
+ * The exporters each signal's `OTEL_*_EXPORTER` list names, OTLP ones over the signal's chosen protocol; endpoint,
+ * headers, compression and timeouts come from the exporters' own OTEL_* variables. Every package is loaded before
+ * any exporter is made, so a missing one fails the start with nothing half-built.
  */
 export function createExporters(
-  choices: Readonly<Record<Signal, ProtocolChoice>>,
-  wanted: Readonly<Record<Signal, boolean>>,
-): Partial<ExporterKinds> {
-  const Traces = wanted.traces ? exporterClass('traces', choices.traces) : undefined;
-  const Metrics = wanted.metrics ? exporterClass('metrics', choices.metrics) : undefined;
-  const Logs = wanted.logs ? exporterClass('logs', choices.logs) : undefined;
-  return {
-    ...(Traces ? { traces: new Traces() } : {}),
-    ...(Metrics ? { metrics: new Metrics() } : {}),
-    ...(Logs ? { logs: new Logs() } : {}),
-  };
+  protocols: Readonly<Record<Signal, ProtocolChoice>>,
+  names: Readonly<Record<Signal, readonly ExporterName[]>>,
+): Exporters {
+  const classesOf = <S extends Signal>(signal: S) =>
+    names[signal].map((name) => ({
+      name,
+      Exporter: name === 'console' ? CONSOLE[signal] : otlpClass(signal, protocols[signal]),
+    }));
+  const classes = { traces: classesOf('traces'), metrics: classesOf('metrics'), logs: classesOf('logs') };
+  const build = <T>(list: readonly { name: ExporterName; Exporter: Constructor<T> }[]) =>
+    list.map(({ name, Exporter }) => ({ name, exporter: new Exporter() }));
+  return { traces: build(classes.traces), metrics: build(classes.metrics), logs: build(classes.logs) };
 }

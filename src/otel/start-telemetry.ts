@@ -1,9 +1,13 @@
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
-import { BatchLogRecordProcessor, type LogRecordProcessor } from '@opentelemetry/sdk-logs';
+import {
+  BatchLogRecordProcessor,
+  type LogRecordProcessor,
+  SimpleLogRecordProcessor,
+} from '@opentelemetry/sdk-logs';
 import { type IMetricReader, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ToolLedgerError } from '../contract/errors.js';
 import { type OtelEnv, readOtelEnv } from './env.js';
 import { createExporters } from './exporters.js';
@@ -23,11 +27,13 @@ export interface StartTelemetryOptions {
    */
   readonly serviceName: string;
   /**
-   * `otlp`: traces, metrics and logs go to OTLP exporters (endpoint, protocol, headers, timeouts and compression
-   * from the standard `OTEL_EXPORTER_OTLP_*` variables; http/json unless `OTEL_EXPORTER_OTLP_PROTOCOL` says
-   * http/protobuf or grpc, which need the matching `@opentelemetry/exporter-*-otlp-proto` or `-grpc` packages).
+   * `otlp`: traces, metrics and logs go to the exporters `OTEL_{TRACES,METRICS,LOGS}_EXPORTER` name: `otlp` (the
+   * default), `console` or `none`. OTLP exporters take endpoint, protocol, headers, timeouts and compression from
+   * the standard `OTEL_EXPORTER_OTLP_*` variables; http/json unless `OTEL_EXPORTER_OTLP_PROTOCOL` says
+   * http/protobuf or grpc, which need the matching `@opentelemetry/exporter-*-otlp-proto` or `-grpc` packages.
    * `memory`: only spans are kept, in memory (the first 10 000), for `summary()`; nothing leaves the process.
-   * `auto`: `otlp` when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set, `memory` otherwise.
+   * `auto`: `otlp` when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set or an `OTEL_*_EXPORTER` variable names an
+   * exporter, `memory` otherwise.
    * @default 'auto'
    */
   readonly mode?: 'auto' | TelemetryMode;
@@ -61,21 +67,28 @@ export interface Telemetry {
 
 let running: Telemetry | undefined;
 
-function describeProtocols(protocols: OtelEnv['protocols']): string {
-  const { traces, metrics, logs } = protocols;
-  return traces.protocol === metrics.protocol && metrics.protocol === logs.protocol
-    ? traces.protocol
-    : `traces ${traces.protocol}, metrics ${metrics.protocol}, logs ${logs.protocol}`;
+/** Where each signal goes, for `summary()`: `traces otlp (http/json), metrics none, logs console`. */
+function describeExports(env: OtelEnv): string {
+  const signals = ['traces', 'metrics', 'logs'] as const;
+  return signals
+    .map((signal) => {
+      const names = env.exporters[signal].map((name) =>
+        name === 'otlp' ? `otlp (${env.protocols[signal].protocol})` : name,
+      );
+      return `${signal} ${names.length > 0 ? names.join(' and ') : 'none'}`;
+    })
+    .join(', ');
 }
 
 /**
  * Starts the OpenTelemetry Node SDK for an application that uses tool-ledger: batch span and log processors and a
- * periodic metric reader, each with an OTLP exporter (OTLP/HTTP JSON by default), registered as the global
- * providers. tool-ledger's ledgers pick them up on their next call, whenever they were created. Honours the
- * standard `OTEL_*` variables, including `OTEL_SDK_DISABLED`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`,
- * `OTEL_BSP_*`, `OTEL_BLRP_*`, `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none`.
- * @throws ToolLedgerError CONFIG_INVALID when already running, for an unknown OTLP protocol, or when the exporter
- * package a protocol needs is not installed.
+ * periodic metric reader, each with an OTLP exporter (OTLP/HTTP JSON by default) unless the `OTEL_*_EXPORTER`
+ * variables say otherwise, registered as the global providers. tool-ledger's ledgers pick them up on their next
+ * call, whenever they were created. Honours the standard `OTEL_*` variables, including `OTEL_SDK_DISABLED`,
+ * `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`, `OTEL_BLRP_*`,
+ * `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER`.
+ * @throws ToolLedgerError CONFIG_INVALID when already running, for an exporter or OTLP protocol it cannot build,
+ * or when the exporter package a protocol needs is not installed.
  */
 export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   if (running) {
@@ -87,7 +100,8 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   const env = readOtelEnv();
   const serviceName = env.serviceName ?? options.serviceName;
   const requested = options.mode ?? 'auto';
-  const mode: TelemetryMode = requested === 'auto' ? (env.hasOtlpEndpoint ? 'otlp' : 'memory') : requested;
+  const exporting = env.hasOtlpEndpoint || env.exporterRequested;
+  const mode: TelemetryMode = requested === 'auto' ? (exporting ? 'otlp' : 'memory') : requested;
 
   const memory = mode === 'memory' ? new MemorySpans() : undefined;
   const spanProcessors: SpanProcessor[] = [];
@@ -96,16 +110,17 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   if (memory) {
     spanProcessors.push(memory);
   } else {
-    const exporters = createExporters(env.protocols, {
-      traces: !env.tracesExporterNone,
-      metrics: !env.metricsExporterNone,
-      logs: !env.logsExporterNone,
-    });
-    if (exporters.traces) spanProcessors.push(new BatchSpanProcessor(exporters.traces));
-    if (exporters.metrics) {
+    const exporters = createExporters(env.protocols, env.exporters);
+    for (const { name, exporter } of exporters.traces) {
+      // Console output is for looking at while developing: printed as each span ends, not in batches.
+      spanProcessors.push(
+        name === 'console' ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter),
+      );
+    }
+    for (const { exporter } of exporters.metrics) {
       metricReaders.push(
         new PeriodicExportingMetricReader({
-          exporter: exporters.metrics,
+          exporter,
           exportIntervalMillis:
             options.metricExportIntervalMillis ?? env.metricExportIntervalMillis ?? 60_000,
           ...(env.metricExportTimeoutMillis === undefined
@@ -114,7 +129,13 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
         }),
       );
     }
-    if (exporters.logs) logRecordProcessors.push(new BatchLogRecordProcessor({ exporter: exporters.logs }));
+    for (const { name, exporter } of exporters.logs) {
+      logRecordProcessors.push(
+        name === 'console'
+          ? new SimpleLogRecordProcessor({ exporter })
+          : new BatchLogRecordProcessor({ exporter }),
+      );
+    }
   }
 
   const sdk = new NodeSDK({
@@ -134,7 +155,7 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
     summary: () =>
       memory
         ? formatSummary(serviceName, memory.spans().map(summarizeSpan))
-        : `${serviceName}: traces, metrics and logs are exported over OTLP (${describeProtocols(env.protocols)}; see OTEL_EXPORTER_OTLP_ENDPOINT).`,
+        : `${serviceName}: ${describeExports(env)} (see OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_*_EXPORTER).`,
     shutdown() {
       stopped ??= sdk.shutdown().finally(() => {
         // The SDK leaves its shut-down providers registered; clearing them lets a later startTelemetry() register.

@@ -79,6 +79,25 @@ describe('the built package, imported by name', () => {
         'OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the package @opentelemetry/exporter-metrics-otlp-grpc, which could not be loaded; install it (npm install @opentelemetry/exporter-metrics-otlp-grpc) or set OTEL_EXPORTER_OTLP_PROTOCOL to http/json.',
       ),
     });
-    expect(line(run(''), 'STARTED')).toContain('exported over OTLP (grpc;');
+    expect(line(run(''), 'STARTED')).toContain('traces otlp (grpc), metrics otlp (grpc), logs otlp (grpc)');
+  });
+
+  it('prints spans to the console when OTEL_TRACES_EXPORTER=console, with no OTLP endpoint set', () => {
+    const { OTEL_EXPORTER_OTLP_ENDPOINT: _unset, ...env } = process.env;
+    const output = execFileSync(process.execPath, [join(fixtures, 'start-otel.mjs')], {
+      cwd: root,
+      encoding: 'utf8',
+      env: {
+        ...env,
+        CALL: '1',
+        OTEL_TRACES_EXPORTER: 'console',
+        OTEL_METRICS_EXPORTER: 'none',
+        OTEL_LOGS_EXPORTER: 'none',
+      },
+    });
+
+    expect(line(output, 'STARTED')).toContain('traces console, metrics none, logs none');
+    expect(output).toContain("name: 'execute_tool send_invoice'");
+    expect(output).toMatch(/'tool_ledger\.idempotency\.outcome': 'executed'/);
   });
 });

@@ -182,7 +182,9 @@ describe('startTelemetry', () => {
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otlp.url;
     process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/protobuf';
     const telemetry = startTelemetry({ serviceName: 'proto-agent' });
-    expect(telemetry.summary()).toContain('exported over OTLP (http/protobuf;');
+    expect(telemetry.summary()).toContain(
+      'traces otlp (http/protobuf), metrics otlp (http/protobuf), logs otlp (http/protobuf)',
+    );
 
     await oneCall(backend, 'k-proto');
     await telemetry.shutdown();
@@ -205,7 +207,7 @@ describe('startTelemetry', () => {
     process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'grpc';
     process.env.OTEL_LOGS_EXPORTER = 'none';
     const telemetry = startTelemetry({ serviceName: 'grpc-agent' });
-    expect(telemetry.summary()).toContain('exported over OTLP (grpc;');
+    expect(telemetry.summary()).toContain('traces otlp (grpc), metrics otlp (grpc), logs none');
 
     await oneCall(backend, 'k-grpc');
     await telemetry.shutdown();

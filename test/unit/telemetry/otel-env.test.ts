@@ -39,3 +39,35 @@ describe('readOtelEnv: OTLP protocol', () => {
     );
   });
 });
+
+describe('readOtelEnv: exporters', () => {
+  it('exports every signal over OTLP unless a variable says otherwise, and notes whether one asked', () => {
+    expect(readOtelEnv({})).toMatchObject({
+      exporters: { traces: ['otlp'], metrics: ['otlp'], logs: ['otlp'] },
+      exporterRequested: false,
+    });
+  });
+
+  it('reads lists, lets none switch a signal off, and counts only real exporters as a request', () => {
+    const env = readOtelEnv({
+      OTEL_TRACES_EXPORTER: 'otlp, Console',
+      OTEL_METRICS_EXPORTER: 'console,none',
+      OTEL_LOGS_EXPORTER: 'none',
+    });
+    expect(env.exporters).toEqual({ traces: ['otlp', 'console'], metrics: [], logs: [] });
+    expect(env.exporterRequested).toBe(true);
+    expect(readOtelEnv({ OTEL_LOGS_EXPORTER: 'none' }).exporterRequested).toBe(false);
+  });
+
+  it('rejects an exporter it cannot build, naming the variable, the exporter and the choices', () => {
+    expect(() => readOtelEnv({ OTEL_TRACES_EXPORTER: 'otlp,zipkin' })).toThrow(
+      expect.objectContaining({
+        name: 'ToolLedgerError',
+        code: 'CONFIG_INVALID',
+        message: expect.stringContaining(
+          'OTEL_TRACES_EXPORTER="otlp,zipkin" names an exporter this bootstrap does not build (zipkin); use otlp, console or none',
+        ),
+      }),
+    );
+  });
+});
