@@ -50,7 +50,7 @@ function exportersFor(env: NodeJS.ProcessEnv, signal: Signal): ExporterName[] | 
   const value = nonEmpty(env[variable]);
   if (value === undefined) return undefined;
   const names = value.split(',').map((name) => name.trim().toLowerCase());
-  // As the specification has it, `none` turns the signal off whatever else the list names.
+  // `none` anywhere in the list turns the signal off, as @opentelemetry/sdk-node reads its metrics and logs lists.
   if (names.includes('none')) return [];
   const unknown = names.filter((name) => !EXPORTER_NAMES.some((known) => known === name));
   if (unknown.length > 0) {
