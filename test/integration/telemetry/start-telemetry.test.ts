@@ -10,6 +10,7 @@ const OTEL_VARS = [
   'OTEL_EXPORTER_OTLP_ENDPOINT',
   'OTEL_EXPORTER_OTLP_PROTOCOL',
   'OTEL_EXPORTER_OTLP_LOGS_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT',
   'OTEL_SERVICE_NAME',
   'OTEL_LOGS_EXPORTER',
   'OTEL_METRIC_EXPORT_INTERVAL',
@@ -200,14 +201,16 @@ describe('startTelemetry', () => {
     await new Promise((resolve) => otlp.server.close(resolve));
   });
 
-  it('exports over OTLP/gRPC when OTEL_EXPORTER_OTLP_PROTOCOL=grpc, and lets a per-signal variable differ', async () => {
+  it('exports over OTLP/gRPC when OTEL_EXPORTER_OTLP_PROTOCOL=grpc, and lets a per-signal protocol differ', async () => {
     const otlp = await grpcReceiver();
     const http = await receiver();
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otlp.url;
     process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'grpc';
-    process.env.OTEL_LOGS_EXPORTER = 'none';
+    // Logs alone go over OTLP/HTTP JSON, to a receiver of their own.
+    process.env.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL = 'http/json';
+    process.env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT = `${http.url}/v1/logs`;
     const telemetry = startTelemetry({ serviceName: 'grpc-agent' });
-    expect(telemetry.summary()).toContain('traces otlp (grpc), metrics otlp (grpc), logs none');
+    expect(telemetry.summary()).toContain('traces otlp (grpc), metrics otlp (grpc), logs otlp (http/json)');
 
     await oneCall(backend, 'k-grpc');
     await telemetry.shutdown();
@@ -217,7 +220,8 @@ describe('startTelemetry', () => {
     expect(traces).toContain('grpc-agent');
     expect(Buffer.concat(otlp.received.get('metrics') ?? []).toString('latin1')).toContain(METRIC.TOOL_CALLS);
     expect(otlp.received.has('logs')).toBe(false);
-    expect(http.bodies.size).toBe(0);
+    expect([...http.bodies.keys()]).toEqual(['/v1/logs']);
+    expect(http.bodies.get('/v1/logs')?.join('')).toContain('"tool_ledger.decision"');
     await otlp.stop();
     await new Promise((resolve) => http.server.close(resolve));
   });
