@@ -1,6 +1,7 @@
 import { type Attributes, context, metrics, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { ExportResultCode } from '@opentelemetry/core';
 import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import {
   AggregationTemporality,
@@ -14,6 +15,8 @@ import {
   BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 
 /** A metric reader the test pulls from on demand. */
@@ -96,4 +99,26 @@ export function resetGlobals(): void {
 
 export function attributesOf(points: readonly { attributes: Attributes }[]): Attributes[] {
   return points.map((p) => p.attributes);
+}
+
+/** A span exporter whose every export fails, as when the collector is down. */
+export function failingSpanExporter(): SpanExporter {
+  return {
+    export: (_spans, done) => done({ code: ExportResultCode.FAILED, error: new Error('collector down') }),
+    shutdown: async () => {},
+  };
+}
+
+/** A span processor that throws when a span starts and when it ends. */
+export function throwingSpanProcessor(): SpanProcessor {
+  return {
+    onStart: () => {
+      throw new Error('onStart bug');
+    },
+    onEnd: () => {
+      throw new Error('onEnd bug');
+    },
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
 }

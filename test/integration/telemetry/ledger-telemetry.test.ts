@@ -1,20 +1,18 @@
 import { SpanStatusCode } from '@opentelemetry/api';
-import { ExportResultCode } from '@opentelemetry/core';
 import { LoggerProvider } from '@opentelemetry/sdk-logs';
-import {
-  BasicTracerProvider,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolFailure } from '../../../src/index.js';
 import type { Redactor } from '../../../src/telemetry/options.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
 import { backends } from '../../support/db.js';
-import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+import {
+  failingSpanExporter,
+  resetGlobals,
+  TelemetryHarness,
+  throwingSpanProcessor,
+} from '../../support/telemetry-harness.js';
 
 describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend) => {
   const backend = makeBackend();
@@ -150,22 +148,8 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
         throw new Error('redactor bug');
       },
     };
-    const failingExporter: SpanExporter = {
-      export: (_spans, done) => done({ code: ExportResultCode.FAILED, error: new Error('collector down') }),
-      shutdown: async () => {},
-    };
-    const throwingProcessor: SpanProcessor = {
-      onStart: () => {
-        throw new Error('processor bug');
-      },
-      onEnd: () => {
-        throw new Error('processor bug');
-      },
-      forceFlush: async () => {},
-      shutdown: async () => {},
-    };
     const tracerProvider = new BasicTracerProvider({
-      spanProcessors: [throwingProcessor, new SimpleSpanProcessor(failingExporter)],
+      spanProcessors: [throwingSpanProcessor(), new SimpleSpanProcessor(failingSpanExporter())],
     });
     const loggerProvider = new LoggerProvider({
       processors: [

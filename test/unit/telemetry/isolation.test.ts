@@ -1,23 +1,22 @@
 import type { Span } from '@opentelemetry/api';
-import { ExportResultCode } from '@opentelemetry/core';
 import { LoggerProvider } from '@opentelemetry/sdk-logs';
 import {
   MeterProvider,
   PeriodicExportingMetricReader,
   type PushMetricExporter,
 } from '@opentelemetry/sdk-metrics';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CallStart, Decision } from '../../../src/contract/observer.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import type { Redactor } from '../../../src/telemetry/options.js';
 import { ATTR } from '../../../src/telemetry/vocabulary.js';
-import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+import {
+  failingSpanExporter,
+  resetGlobals,
+  TelemetryHarness,
+  throwingSpanProcessor,
+} from '../../support/telemetry-harness.js';
 
 const START: CallStart = {
   tool: 'refund_payment',
@@ -115,20 +114,6 @@ describe('telemetry never changes a call', () => {
 
   it('exporters and processors that fail or throw leave the result unchanged', async () => {
     // Prepare: every signal's pipeline is broken in a different way
-    const failingSpanExporter: SpanExporter = {
-      export: (_spans, done) => done({ code: ExportResultCode.FAILED, error: new Error('collector down') }),
-      shutdown: async () => {},
-    };
-    const throwingProcessor: SpanProcessor = {
-      onStart: () => {
-        throw new Error('onStart bug');
-      },
-      onEnd: () => {
-        throw new Error('onEnd bug');
-      },
-      forceFlush: async () => {},
-      shutdown: async () => {},
-    };
     const throwingMetricExporter: PushMetricExporter = {
       export: () => {
         throw new Error('metric exporter bug');
@@ -138,8 +123,8 @@ describe('telemetry never changes a call', () => {
     };
     const tracerProvider = new BasicTracerProvider({
       spanProcessors: [
-        new BatchSpanProcessor(failingSpanExporter, { scheduledDelayMillis: 1 }),
-        throwingProcessor,
+        new BatchSpanProcessor(failingSpanExporter(), { scheduledDelayMillis: 1 }),
+        throwingSpanProcessor(),
       ],
     });
     const meterProvider = new MeterProvider({
