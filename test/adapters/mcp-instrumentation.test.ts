@@ -16,7 +16,7 @@ interface Report {
   logs: Array<{ eventName: string; attributes: Record<string, unknown> }>;
 }
 
-const FIXTURES = 'test/integrations/fixtures';
+const FIXTURES = 'test/adapters/fixtures';
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT_SPAN_ID = '00f067aa0ba902b7';
 
