@@ -1,0 +1,116 @@
+// What a user weighs tool-ledger against. The hand-written version: a table of its own, INSERT … ON CONFLICT DO
+// NOTHING RETURNING, then an UPDATE with the result; a replay is that insert missing, then a SELECT. No NOTIFY,
+// no leases, a pool with one connection per concurrent caller. The same-SQL version runs tool-ledger's own claim
+// and complete statements through a plain pool, which measures the driver rather than the design.
+import { createHash, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createLedger } from '../dist/index.js';
+import { claimSql, completeSql } from '../dist/ledger/sql.js';
+
+export const BENCH_INPUT = {
+  customerId: 'cus_42',
+  amountCents: 4500,
+  currency: 'usd',
+  lines: [{ sku: 'A-1', qty: 2 }],
+};
+export const benchResult = (i) => ({ invoiceId: `inv_${i}`, status: 'open', amountCents: 4500 });
+export const benchKey = (tag, c, i) => `${tag}_${c}_${i}`;
+
+/** `onCall` runs around each call's work; the telemetry bench passes the hand-written span, log and counter. */
+export async function handWritten(url, schema, { concurrency, instrument } = {}) {
+  const pool = new pg.Pool({ connectionString: url, max: concurrency });
+  const t = `"${schema}".runs`;
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  await pool.query(`CREATE TABLE ${t} (
+    tenant_id text NOT NULL, tool_name text NOT NULL, idempotency_key text NOT NULL,
+    parameter_hash text NOT NULL, status text NOT NULL DEFAULT 'in_progress', result_json json,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, tool_name, idempotency_key))`);
+  const insert = `INSERT INTO ${t} (tenant_id, tool_name, idempotency_key, parameter_hash) VALUES ($1, $2, $3, $4)
+    ON CONFLICT DO NOTHING RETURNING idempotency_key`;
+  const update = `UPDATE ${t} SET status = 'succeeded', result_json = $4::json
+    WHERE tenant_id = $1 AND tool_name = $2 AND idempotency_key = $3`;
+  const select = `SELECT parameter_hash, status, result_json FROM ${t}
+    WHERE tenant_id = $1 AND tool_name = $2 AND idempotency_key = $3`;
+  let n = 0;
+  const call = async (key, input) => {
+    const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
+    const args = ['bench', 'create_invoice', key];
+    const inserted = await pool.query(insert, [...args, hash]);
+    if (inserted.rowCount === 0) {
+      const { rows } = await pool.query(select, args);
+      if (rows[0].parameter_hash !== hash) throw new Error('key reused with different input');
+      return rows[0].result_json;
+    }
+    const value = benchResult(n++);
+    await pool.query(update, [...args, JSON.stringify(value)]);
+    return value;
+  };
+  const wrapped = instrument ? (key, input) => instrument(() => call(key, input), key) : call;
+  return {
+    first: (c, i) => wrapped(benchKey('hand', c, i), BENCH_INPUT),
+    replay: (c, i) => wrapped(benchKey('hand', c, i), BENCH_INPUT),
+    close: () => pool.end(),
+  };
+}
+
+/** tool-ledger's claim and complete SQL, NOTIFY included, as plain parameterized pg queries. */
+export async function sameSql(url, schema, { concurrency }) {
+  const setup = await createLedger({ connectionString: url, schema, telemetry: false });
+  await setup.close();
+  const pool = new pg.Pool({ connectionString: url, max: concurrency });
+  const claim = claimSql(schema);
+  const complete = completeSql(schema);
+  const hash = 'f'.repeat(64);
+  let n = 0;
+  const call = async (key) => {
+    const owner = randomUUID();
+    const { rows } = await pool.query(claim, [
+      'bench',
+      'create_invoice',
+      key,
+      null,
+      hash,
+      owner,
+      30,
+      86400,
+      null,
+      null,
+      null,
+      true,
+    ]);
+    const row = rows[0];
+    if (row.claim === 'existing') return row.result_json;
+    const value = benchResult(n++);
+    await pool.query(complete, [
+      row.id,
+      row.attempt,
+      owner,
+      'succeeded',
+      false,
+      JSON.stringify(value),
+      null,
+      86400,
+      'tool_ledger_bench',
+    ]);
+    return value;
+  };
+  return {
+    first: (c, i) => call(benchKey('same', c, i)),
+    replay: (c, i) => call(benchKey('same', c, i)),
+    close: () => pool.end(),
+  };
+}
+
+/** tool-ledger with default options (its own pool, default size), telemetry as given. */
+export async function toolLedger(url, schema, options = {}) {
+  const ledger = await createLedger({ connectionString: url, schema, telemetry: false, ...options });
+  let n = 0;
+  const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => benchResult(n++) });
+  return {
+    ledger,
+    first: (c, i) => tool.call(BENCH_INPUT, { key: benchKey('tl', c, i), tenant: 'bench' }),
+    replay: (c, i) => tool.call(BENCH_INPUT, { key: benchKey('tl', c, i), tenant: 'bench' }),
+    close: () => ledger.close(),
+  };
+}

@@ -1,0 +1,60 @@
+// Interleaved measurement: every side runs a chunk of calls in turn, in a rotating order, so all sides meet the
+// same server, pool warmth and neighbour load. Each chunk round gives one ratio per side against the reference
+// side; the median of those ratios is the result, and their spread shows the machine's noise.
+
+export const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** Runs `task(i)` for i in [0, count) with `concurrency` workers; returns elapsed milliseconds. */
+export async function runConcurrent(count, concurrency, task) {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < count; i = next++) await task(i);
+    }),
+  );
+  return performance.now() - started;
+}
+
+/**
+ * `sides` maps a name to `{ [phase]: (chunk, i) => Promise }`; phases run in the order given, each over `chunks`
+ * rounds of `chunkSize` calls per side. A replay phase reuses the chunk and index of the phase before it, so it
+ * meets the rows that phase wrote. Round 0 is a warm-up and not counted. Returns, per phase, each side's rate and
+ * the milliseconds of every counted round, for `pairRatio`.
+ */
+export async function pairedChunks({ sides, phases, chunks, chunkSize, concurrency }) {
+  const names = Object.keys(sides);
+  const result = {};
+  for (const phase of phases) {
+    const rounds = [];
+    for (let c = 0; c <= chunks; c++) {
+      const round = {};
+      for (let s = 0; s < names.length; s++) {
+        const name = names[(c + s) % names.length];
+        round[name] = await runConcurrent(chunkSize, concurrency, (i) => sides[name][phase](c, i));
+      }
+      if (c > 0) rounds.push(round);
+    }
+    const rate = Object.fromEntries(
+      names.map((n) => [n, (chunks * chunkSize * 1000) / rounds.reduce((sum, r) => sum + r[n], 0)]),
+    );
+    result[phase] = { rate, rounds };
+  }
+  return result;
+}
+
+/** Throughput of side `a` over side `b`, per round: median and interquartile range. */
+export function pairRatio(rounds, a, b) {
+  const sorted = rounds.map((r) => r[b] / r[a]).sort((x, y) => x - y);
+  return {
+    ratio: median(sorted),
+    low: sorted[Math.floor((sorted.length - 1) / 4)],
+    high: sorted[Math.ceil(((sorted.length - 1) * 3) / 4)],
+  };
+}
+
+export const fmtRatio = (r) => `${r.ratio.toFixed(2)} (${r.low.toFixed(2)}–${r.high.toFixed(2)})`;
