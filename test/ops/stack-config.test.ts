@@ -1,9 +1,16 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ATTR } from '../../src/telemetry/vocabulary.js';
+import {
+  corpus,
+  EMPTY_CORPUS,
+  type PiiCorpus,
+  SHARED_CORPUS_SUITE,
+  sharedCorpus,
+} from '../support/pii-corpus.js';
 import {
   alertRules,
   DASHBOARD_FILES,
@@ -206,29 +213,30 @@ describe('collector/otel-collector.yaml', () => {
     }
   });
 
-  const corpus = JSON.parse(readFileSync(join(ROOT, '../shared/pii-corpus/corpus.json'), 'utf8')) as {
-    values: { category: string; value: string }[];
-    free_text_examples: string[];
-  };
   // Go's RE2 and JavaScript agree on the syntax these patterns use (classes, groups, \b, \d, counted repeats).
   const patterns = ((redactions[0]?.[1].blocked_values ?? []) as string[]).map((p) => new RegExp(p, 'g'));
   const mask = (text: string) => patterns.reduce((t, p) => t.replace(p, '****'), text);
+  const maskSuite = (corpus: PiiCorpus) => {
+    it.each(
+      corpus.values
+        .filter((v) => ['email', 'phone', 'credit_card', 'ssn'].includes(v.category))
+        .map((v) => [v.category, v.value]),
+    )('redaction masks %s %s', (_category, value) => {
+      expect(mask(`value ${value} here`)).not.toContain(value);
+    });
 
-  it.each(
-    corpus.values
-      .filter((v) => ['email', 'phone', 'credit_card', 'ssn'].includes(v.category))
-      .map((v) => [v.category, v.value]),
-  )('redaction masks %s %s', (_category, value) => {
-    expect(mask(`value ${value} here`)).not.toContain(value);
-  });
-
-  it('redaction masks personal data inside free text', () => {
-    for (const text of corpus.free_text_examples) {
-      for (const v of corpus.values.filter((x) => ['email', 'phone', 'credit_card'].includes(x.category))) {
-        if (text.includes(v.value)) expect(mask(text)).not.toContain(v.value);
+    it('redaction masks personal data inside free text', () => {
+      for (const text of corpus.free_text_examples) {
+        for (const v of corpus.values.filter((x) => ['email', 'phone', 'credit_card'].includes(x.category))) {
+          if (text.includes(v.value)) expect(mask(text)).not.toContain(v.value);
+        }
       }
-    }
-  });
+    });
+  };
+  describe('in-repo corpus', () => maskSuite(corpus));
+  describe.skipIf(sharedCorpus === undefined)(SHARED_CORPUS_SUITE, () =>
+    maskSuite(sharedCorpus ?? EMPTY_CORPUS),
+  );
 
   it.each([
     ['trace id', '4bf92f3577b34da6a3ce929d0e0e4736'],
