@@ -14,12 +14,19 @@ export class CompletionNotifier {
     this.#store = store;
   }
 
-  /** Starts listening (once); safe to call before every wait. */
+  // One handler for the ledger's life: the driver keeps it registered across reconnects, and a second
+  // subscription attempt after a failed one must not add a duplicate.
+  readonly #onNotify = (payload: string) => {
+    for (const wake of this.#waiters.get(payload) ?? []) wake();
+  };
+
+  /**
+   * Starts listening (once); safe to call before every wait. The driver re-subscribes with backoff after its
+   * LISTEN connection dies, so this only retries a subscription that never started.
+   */
   async ensureListening(): Promise<void> {
     this.#subscription ??= this.#store.driver
-      .listen(this.#store.channel, (payload) => {
-        for (const wake of this.#waiters.get(payload) ?? []) wake();
-      })
+      .listen(this.#store.channel, this.#onNotify)
       .then((unsubscribe) => {
         this.#unsubscribe = unsubscribe;
       })
