@@ -110,8 +110,11 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
 
 function jobHandlers(settings: ClaimSettings): HandlerTable {
   const { runtime, execute } = settings;
-  const status: Handler<'replay' | 'final_failure' | 'running' | 'abandoned'> = ({ row }, call) =>
+  const finished: Handler<'replay' | 'final_failure'> = ({ row }, call) =>
     answer('replayed', jobStatusOf(row), row, call);
+  // A job not finished yet has no saved answer to replay: the call only reports its status.
+  const unfinished: Handler<'running' | 'abandoned'> = ({ row }, call) =>
+    answer('polled', jobStatusOf(row), row, call);
   return {
     ...sharedHandlers(settings),
     won: ({ row }, call) => {
@@ -121,10 +124,10 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
         ...answer('executed', jobStatusOf({ ...row, status: 'in_progress', lease_live: true }), row, call),
       };
     },
-    replay: status,
-    final_failure: status,
-    running: status,
-    abandoned: status,
+    replay: finished,
+    final_failure: finished,
+    running: unfinished,
+    abandoned: unfinished,
   };
 }
 
