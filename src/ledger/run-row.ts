@@ -33,6 +33,8 @@ export type ClaimKind = 'inserted' | 'taken' | 'existing';
 
 export interface ClaimRow extends RunRow {
   readonly claim: ClaimKind;
+  /** This claim registered the caller as waiting on the run in flight, so its completion will notify. */
+  readonly waiting: boolean;
 }
 
 export function leaseRemainingMs(row: RunRow): number {

@@ -198,12 +198,14 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       spanId: span?.spanId,
       jobId: kind === 'job' ? `job_${randomUUID()}` : undefined,
       allowLeaseTakeover,
+      wouldWait: kind === 'mutation' && waitMs > 0,
     };
 
     const waitStarted = performance.now();
     let backoffMs = 20;
     let listening = false;
     for (let races = 0; ; ) {
+      const since = notifier.mark();
       const row = await store.claim(request, scope.recordLedgerOperation);
       if (!row) {
         // A parallel insert committed between this statement's snapshot and its insert: claim again.
@@ -287,12 +289,20 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
           if (!listening) {
             listening = true;
             await notifier.ensureListening();
+            // Only a registration made while listening is sure to be heard: claim, and register, again.
+            continue;
+          }
+          if (!row.waiting) {
+            // The run finished between the claim's snapshot and its registration: claim again to replay it.
+            if (++races > MAX_RACE_RETRIES) throw contention();
+            continue;
           }
           const jitter = 0.8 + Math.random() * 0.4;
           await notifier.wait(
             row.id,
             Math.min(remaining, backoffMs * jitter, leaseRemainingMs(row) + 5),
             context.signal,
+            since,
           );
           backoffMs = Math.min(backoffMs * 2, 500);
           waited();
