@@ -13,7 +13,13 @@ const ROUNDS = 200;
 // Far above any real wake-up; a lost notice shows as a 'timeout' instead of hanging the suite.
 const LOST_AFTER_MS = 3000;
 
-const drivers: Array<[string, () => Promise<{ driver: Driver; schema: string; done: () => Promise<void> }>]> = [
+interface Opened {
+  readonly driver: Driver;
+  readonly schema: string;
+  done(): Promise<void>;
+}
+
+const drivers: Array<[string, () => Promise<Opened>]> = [
   [
     'postgres',
     async () => {
