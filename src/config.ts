@@ -54,6 +54,19 @@ export interface LedgerOptions {
    */
   readonly connectTimeoutSeconds?: number;
   /**
+   * Server-side `statement_timeout` on connections tool-ledger opens: Postgres cancels a statement running longer
+   * (`57014`, retryable). In transactional mode it bounds the handler's own statements too. 0 turns it off.
+   * @default 5
+   */
+  readonly statementTimeoutSeconds?: number;
+  /**
+   * How long to wait for the answer to any one statement (and, on a pool you pass in, for a free client as well)
+   * before giving up with a retryable `LEDGER_UNAVAILABLE`: the bound on a silently dead network. A client that
+   * timed out is discarded. Keep it above `statementTimeoutSeconds`. 0 turns it off.
+   * @default 10
+   */
+  readonly queryTimeoutSeconds?: number;
+  /**
    * Run the ledger's statements as named prepared statements on pg (plans cached per connection). Turn off behind
    * a pooler that cannot track prepared statements, such as PgBouncer in transaction mode before 1.21.
    * @default true
@@ -77,6 +90,8 @@ export interface ResolvedConfig {
   readonly migrate: boolean;
   readonly poolSize: number;
   readonly connectTimeoutSeconds: number;
+  readonly statementTimeoutSeconds: number;
+  readonly queryTimeoutSeconds: number;
   readonly preparedStatements: boolean;
   readonly telemetry: TelemetryOptions | false;
 }
@@ -88,6 +103,8 @@ export const DEFAULTS = Object.freeze({
   waitSeconds: 10,
   poolSize: 20,
   connectTimeoutSeconds: 5,
+  statementTimeoutSeconds: 5,
+  queryTimeoutSeconds: 10,
 });
 
 function invalid(message: string): ToolLedgerError {
@@ -152,6 +169,18 @@ export function resolveConfig(
       'connectTimeoutSeconds',
       options.connectTimeoutSeconds,
       DEFAULTS.connectTimeoutSeconds,
+      0,
+    ),
+    statementTimeoutSeconds: checkSeconds(
+      'statementTimeoutSeconds',
+      options.statementTimeoutSeconds,
+      DEFAULTS.statementTimeoutSeconds,
+      0,
+    ),
+    queryTimeoutSeconds: checkSeconds(
+      'queryTimeoutSeconds',
+      options.queryTimeoutSeconds,
+      DEFAULTS.queryTimeoutSeconds,
       0,
     ),
     preparedStatements: options.preparedStatements ?? true,

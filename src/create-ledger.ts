@@ -58,7 +58,11 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
   try {
     switch (db.kind) {
       case 'pool':
-        return pgDriver(db.pool, false, config.preparedStatements);
+        return pgDriver(db.pool, {
+          ownsPool: false,
+          preparedStatements: config.preparedStatements,
+          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+        });
       case 'connectionString': {
         const pg = await import('pg');
         const Pool = pg.default?.Pool ?? (pg as unknown as { Pool: typeof pg.default.Pool }).Pool;
@@ -66,10 +70,20 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
           connectionString: db.connectionString,
           max: config.poolSize,
           connectionTimeoutMillis: config.connectTimeoutSeconds * 1000,
+          // pg reads 0 as "no timeout" for all three.
+          query_timeout: config.queryTimeoutSeconds * 1000,
+          statement_timeout: config.statementTimeoutSeconds * 1000,
+          // A peer that vanished without a reset is found by the kernel's probes, not only by a timeout.
+          keepAlive: true,
+          keepAliveInitialDelayMillis: 10_000,
         });
         // An idle client's error (server restart) must not crash the process; the next query reports it.
         pool.on('error', () => {});
-        return pgDriver(pool as unknown as PgPoolLike, true, config.preparedStatements);
+        return pgDriver(pool as unknown as PgPoolLike, {
+          ownsPool: true,
+          preparedStatements: config.preparedStatements,
+          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+        });
       }
       case 'pglite':
         if (db.pglite === undefined || typeof db.pglite === 'string') {

@@ -1,18 +1,128 @@
 import { ToolLedgerError } from '../contract/errors.js';
 
-// SQLSTATE classes that mean "the database is not there right now", as opposed to a bug in a statement.
-const UNAVAILABLE_CLASSES = ['08', '53', '57', '58'];
+/** What a driver failure means for the caller: try again later, or fix something first. */
+export interface DriverFailure {
+  readonly retryable: boolean;
+  /** For permanent failures: what to change before a retry can succeed. */
+  readonly fix?: string;
+  /**
+   * True when the server may have carried out the statement before the answer was lost (the connection broke
+   * after it was sent), so "nothing happened" cannot be assumed. A SQLSTATE from the server is a definite answer.
+   */
+  readonly outcomeUnknown: boolean;
+}
 
-/** Wraps a driver failure in `LEDGER_UNAVAILABLE`, keeping the original as `cause`. */
+const TRANSIENT: DriverFailure = { retryable: true, outcomeUnknown: false };
+const LOST: DriverFailure = { retryable: true, outcomeUnknown: true };
+const permanent = (fix: string): DriverFailure => ({ retryable: false, fix, outcomeUnknown: false });
+
+const MIGRATE =
+  'The ledger schema is missing or older than this version: let createLedger migrate (migrate: true) or apply ledger.migrationSql() as the DBA';
+
+/** Exact SQLSTATEs, checked before their class. */
+const SQLSTATE: Readonly<Record<string, DriverFailure>> = {
+  '57P01': TRANSIENT, // admin_shutdown: a restart or pg_terminate_backend
+  '57P02': TRANSIENT, // crash_shutdown
+  '57P03': TRANSIENT, // cannot_connect_now: starting up or shutting down
+  '57P05': TRANSIENT, // idle_session_timeout
+  '57014': TRANSIENT, // query_canceled: statement_timeout or a cancel
+  '57P04': permanent('The database was dropped: point the ledger at an existing database'),
+  '53300': TRANSIENT, // too_many_connections
+  '53400': permanent('A configured limit was exceeded: raise it on the server or lower poolSize'),
+  '40001': TRANSIENT, // serialization_failure
+  '40P01': TRANSIENT, // deadlock_detected
+  '55P03': TRANSIENT, // lock_not_available (lock_timeout)
+  '25P03': TRANSIENT, // idle_in_transaction_session_timeout ended the session
+  '42P01': permanent(MIGRATE),
+  '42703': permanent(MIGRATE),
+  '42883': permanent(MIGRATE),
+  '3F000': permanent(MIGRATE),
+  '42501': permanent(
+    "The database user lacks a privilege on the ledger's schema: GRANT USAGE and CREATE on the schema and SELECT, INSERT, UPDATE, DELETE on its tables",
+  ),
+  '3D000': permanent('The database does not exist: fix the database name in the connection string'),
+  '28000': permanent('The server refused this user: fix the user or pg_hba.conf'),
+  '28P01': permanent('The password was refused: fix the credentials in the connection string'),
+};
+
+/** SQLSTATE classes (the first two characters), when no exact code matched. */
+const SQLSTATE_CLASS: Readonly<Record<string, DriverFailure>> = {
+  '08': LOST, // connection_exception: the statement may or may not have reached the server
+  '53': TRANSIENT, // insufficient_resources: disk full, out of memory, too many connections
+  '40': TRANSIENT, // transaction_rollback
+  '42': permanent(
+    'The server rejected a ledger statement: check that the schema belongs to this tool-ledger version',
+  ),
+  '22': permanent('The server rejected a value: report this with the error as a tool-ledger bug'),
+  '23': permanent('A constraint refused the write: check for manual changes to the ledger table'),
+  '25': TRANSIENT, // invalid_transaction_state: the transaction was aborted; a new one may succeed
+  '28': permanent('Authentication failed: fix the credentials in the connection string'),
+  '0A': permanent(
+    'The server does not support a feature the ledger needs: use PostgreSQL 13 or later, or turn off preparedStatements behind a pooler',
+  ),
+};
+
+/** Node socket and DNS errors: the database was not reachable, or stopped answering. */
+const NODE_CODE: Readonly<Record<string, DriverFailure>> = {
+  ECONNREFUSED: TRANSIENT,
+  EHOSTUNREACH: TRANSIENT,
+  ENETUNREACH: TRANSIENT,
+  EAI_AGAIN: TRANSIENT,
+  ECONNRESET: LOST,
+  ETIMEDOUT: LOST,
+  EPIPE: LOST,
+  ECONNABORTED: LOST,
+  ENOTFOUND: permanent('The database host name does not resolve: fix the host in the connection string'),
+};
+
+/** pg's own errors carry no code; their messages are stable across pg 8.x. */
+const PG_MESSAGES: ReadonlyArray<readonly [RegExp, DriverFailure]> = [
+  [/timeout exceeded when trying to connect/i, TRANSIENT],
+  [/Connection terminated/i, LOST],
+  [/Client has encountered a connection error/i, LOST],
+  [/Query read timeout/i, LOST],
+  [/Client was closed and is not queryable/i, LOST],
+  [/Connection ended unexpectedly/i, LOST],
+];
+
+const UNKNOWN: DriverFailure = permanent(
+  'An unexpected error came from the database driver: check the cause; a retry with the same key is safe',
+);
+
+/** Classifies a driver failure once, by SQLSTATE, then SQLSTATE class, then Node error code, then pg's text. */
+export function classifyDriverError(error: unknown): DriverFailure {
+  if (error instanceof ToolLedgerError) {
+    return { retryable: error.retryable, outcomeUnknown: false };
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    const known = SQLSTATE[code] ?? NODE_CODE[code];
+    if (known) return known;
+    if (/^[0-9A-Z]{5}$/.test(code)) return SQLSTATE_CLASS[code.slice(0, 2)] ?? UNKNOWN;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  for (const [pattern, failure] of PG_MESSAGES) if (pattern.test(message)) return failure;
+  return UNKNOWN;
+}
+
+function describe(error: unknown): string {
+  const detail = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && !detail.includes(code) ? `${detail} [${code}]` : detail;
+}
+
+/**
+ * Wraps a driver failure in `LEDGER_UNAVAILABLE`, keeping the original as `cause`. Retryable only when the
+ * condition is transient; a permanent one says what to fix.
+ */
 export function ledgerUnavailable(error: unknown, doing: string): ToolLedgerError {
   if (error instanceof ToolLedgerError) return error;
-  const code = (error as { code?: unknown } | null)?.code;
-  const detail = error instanceof Error ? error.message : String(error);
-  const transient =
-    typeof code !== 'string' || UNAVAILABLE_CLASSES.some((c) => code.startsWith(c)) || code.startsWith('E');
-  return new ToolLedgerError(
-    'LEDGER_UNAVAILABLE',
-    `The ledger could not ${doing}: ${detail}. Nothing was decided for this call; retry it with the same idempotency key once the database is reachable.`,
-    { cause: error, retryable: transient || true },
-  );
+  const failure = classifyDriverError(error);
+  const message = failure.retryable
+    ? `The ledger could not ${doing}: ${describe(error)}. The database is unreachable or busy; retry with the same idempotency key in a moment.`
+    : `The ledger could not ${doing}: ${describe(error)}. ${failure.fix}. Retrying will not help until that is fixed.`;
+  return new ToolLedgerError('LEDGER_UNAVAILABLE', message, {
+    cause: error,
+    retryable: failure.retryable,
+  });
 }

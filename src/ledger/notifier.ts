@@ -1,15 +1,15 @@
 import type { LedgerStore } from './store.js';
 
-/**
- * Wakes waiters when a run completes. One LISTEN subscription per ledger; waiters register by run id. When
- * LISTEN is unavailable, waiters still wake on their backoff timer, so notifications are an optimisation only.
- */
 export type WakeReason = 'notified' | 'timeout' | 'aborted';
 
 // Notices remembered for waiters that register a moment after theirs arrived (between a claim's answer and the
 // wait); the newest few suffice, since a waiter registers within the same turn of the event loop or two.
 const RECENT_NOTICES = 1024;
 
+/**
+ * Wakes waiters when a run completes. One LISTEN subscription per ledger; waiters register by run id. When
+ * LISTEN is unavailable, waiters still wake on their backoff timer, so notifications are an optimisation only.
+ */
 export class CompletionNotifier {
   readonly #store: LedgerStore;
   readonly #waiters = new Map<string, Set<(reason: WakeReason) => void>>();
@@ -22,16 +22,23 @@ export class CompletionNotifier {
     this.#store = store;
   }
 
-  /** Starts listening (once); safe to call before every wait. */
+  // One handler for the ledger's life: the driver keeps it registered across reconnects, and a second
+  // subscription attempt after a failed one must not add a duplicate.
+  readonly #onNotify = (payload: string) => {
+    this.#sequence++;
+    this.#recent.delete(payload);
+    this.#recent.set(payload, this.#sequence);
+    if (this.#recent.size > RECENT_NOTICES) this.#recent.delete(this.#recent.keys().next().value!);
+    for (const wake of this.#waiters.get(payload) ?? []) wake('notified');
+  };
+
+  /**
+   * Starts listening (once); safe to call before every wait. The driver re-subscribes with backoff after its
+   * LISTEN connection dies, so this only retries a subscription that never started.
+   */
   async ensureListening(): Promise<void> {
     this.#subscription ??= this.#store.driver
-      .listen(this.#store.channel, (payload) => {
-        this.#sequence++;
-        this.#recent.delete(payload);
-        this.#recent.set(payload, this.#sequence);
-        if (this.#recent.size > RECENT_NOTICES) this.#recent.delete(this.#recent.keys().next().value!);
-        for (const wake of this.#waiters.get(payload) ?? []) wake('notified');
-      })
+      .listen(this.#store.channel, this.#onNotify)
       .then((unsubscribe) => {
         this.#unsubscribe = unsubscribe;
       })

@@ -154,10 +154,13 @@ export class LedgerStore {
     return rows[0]?.completed_at;
   }
 
-  /** True while the lease is still ours. */
+  /**
+   * True while the lease is still ours. Runs on the driver's reserved connection, so a pool full of the very work
+   * this lease protects cannot make it lapse.
+   */
   async renewLease(id: string, attempt: number, owner: string, leaseSeconds: number): Promise<boolean> {
     const rows = await this.#run(
-      this.#driver,
+      this.#driver.reserved,
       this.#sql.renew,
       [id, attempt, owner, leaseSeconds],
       'renew the lease',

@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as path from 'node:path';
 import { context, metrics, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -16,19 +14,15 @@ import { ToolFailure } from '../../../src/index.js';
 import { hashKey } from '../../../src/telemetry/key-hash.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
 import { pgliteBackend } from '../../support/db.js';
+import {
+  EMPTY_CORPUS,
+  type PiiCorpus,
+  corpus as repoCorpus,
+  SHARED_CORPUS_SUITE,
+  sharedCorpus,
+} from '../../support/pii-corpus.js';
 import { resetGlobals } from '../../support/telemetry-harness.js';
 
-interface Corpus {
-  values: { category: string; value: string }[];
-  structured_examples: Record<string, unknown>[];
-  free_text_examples: string[];
-}
-
-const repoRoot = path.resolve(import.meta.dirname, '../../..');
-// Read at test time from the shared checkout, never copied into the repository.
-const corpus = JSON.parse(
-  readFileSync(path.resolve(repoRoot, '../shared/pii-corpus/corpus.json'), 'utf8'),
-) as Corpus;
 const SECRET = 'acceptance-secret';
 
 interface Received {
@@ -77,7 +71,7 @@ function attributeKeys(node: unknown, out: Set<string> = new Set()): Set<string>
 
 const digitsOf = (text: string) => text.replace(/\D/g, '');
 
-describe('personal data never leaves the process (OTLP/HTTP, content capture on)', () => {
+function leakSuite(corpus: PiiCorpus): void {
   const backend = pgliteBackend();
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let flush: () => Promise<void>;
@@ -230,4 +224,11 @@ describe('personal data never leaves the process (OTLP/HTTP, content capture on)
     expect(text).toContain('acme');
     expect(text).not.toContain('globex');
   });
-});
+}
+
+describe('personal data never leaves the process (OTLP/HTTP, content capture on, in-repo corpus)', () =>
+  leakSuite(repoCorpus));
+
+describe.skipIf(sharedCorpus === undefined)(`${SHARED_CORPUS_SUITE}: OTLP/HTTP payloads`, () =>
+  leakSuite(sharedCorpus ?? EMPTY_CORPUS),
+);

@@ -1,24 +1,20 @@
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashKey } from '../../../src/telemetry/key-hash.js';
 import { createRedactor, REDACTED } from '../../../src/telemetry/redact/default-redactor.js';
 import { isSensitiveField } from '../../../src/telemetry/redact/field-rules.js';
 
-interface Corpus {
-  values: { category: string; value: string }[];
-  structured_examples: unknown[];
-  free_text_examples: string[];
-}
+import {
+  EMPTY_CORPUS,
+  type PiiCorpus,
+  corpus as repoCorpus,
+  SHARED_CORPUS_SUITE,
+  sharedCorpus,
+} from '../../support/pii-corpus.js';
 
-const repoRoot = path.resolve(import.meta.dirname, '../../..');
-const corpus = JSON.parse(
-  readFileSync(path.resolve(repoRoot, '../shared/pii-corpus/corpus.json'), 'utf8'),
-) as Corpus;
 const redactor = createRedactor();
 
-describe('free text', () => {
+function corpusSuite(corpus: PiiCorpus): void {
   it.each(corpus.values)(
     'removes the $category $value, bare and inside a sentence',
     ({ category, value }) => {
@@ -37,6 +33,19 @@ describe('free text', () => {
     for (const { value } of corpus.values) expect(scrubbed).not.toContain(value);
   });
 
+  it.each(corpus.structured_examples)('scrubs every corpus value from %o', (example) => {
+    const json = JSON.stringify(redactor.redactValue(example));
+    for (const { value } of corpus.values) expect(json).not.toContain(value);
+  });
+}
+
+describe('the in-repo corpus', () => corpusSuite(repoCorpus));
+
+describe.skipIf(sharedCorpus === undefined)(SHARED_CORPUS_SUITE, () =>
+  corpusSuite(sharedCorpus ?? EMPTY_CORPUS),
+);
+
+describe('free text', () => {
   it.each([
     'inv_2024_0042',
     'ord-2024-0042',
@@ -58,11 +67,6 @@ describe('free text', () => {
 });
 
 describe('structured values', () => {
-  it.each(corpus.structured_examples)('scrubs every corpus value from %o', (example) => {
-    const json = JSON.stringify(redactor.redactValue(example));
-    for (const { value } of corpus.values) expect(json).not.toContain(value);
-  });
-
   it('replaces sensitive fields whole and keeps the rest', () => {
     expect(
       redactor.redactValue({
