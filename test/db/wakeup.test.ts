@@ -27,7 +27,11 @@ const drivers: Array<[string, () => Promise<Opened>]> = [
       await (await createLedger({ connectionString: databaseUrl(), schema, telemetry: false })).close();
       const pool = new pg.Pool({ connectionString: databaseUrl(), max: 4 });
       return {
-        driver: pgDriver(pool as unknown as PgPoolLike, true),
+        driver: pgDriver(pool as unknown as PgPoolLike, {
+          ownsPool: true,
+          preparedStatements: true,
+          answerTimeoutMs: 10_000,
+        }),
         schema,
         done: async () => {
           const admin = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
