@@ -1,4 +1,6 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { ToolLedgerError } from './contract/errors.js';
+import type { HandlerContext, ToolKind, ToolOptions } from './contract/types.js';
 import type { PgPoolLike } from './ledger/drivers/pg.js';
 import type { PGliteLike } from './ledger/drivers/pglite.js';
 import { isValidSchemaName } from './ledger/sql.js';
@@ -186,4 +188,85 @@ export function resolveConfig(
     preparedStatements: options.preparedStatements ?? true,
     telemetry: options.telemetry ?? {},
   });
+}
+
+const TOOL_NAME = /^[\p{L}\p{N}_.\-:/]{1,128}$/u;
+const KINDS: readonly ToolKind[] = ['read', 'mutation', 'job'];
+
+/** One tool's settings with every default resolved. Internal. */
+export interface ResolvedToolConfig {
+  readonly name: string;
+  readonly kind: ToolKind;
+  readonly description: string | undefined;
+  readonly title: string | undefined;
+  readonly destructive: boolean;
+  readonly input: StandardSchemaV1 | undefined;
+  readonly handler: (input: unknown, ctx: HandlerContext) => unknown;
+  readonly leaseSeconds: number;
+  readonly waitMs: number;
+  readonly ttlSeconds: number;
+  readonly volatileFields: readonly string[];
+  readonly transactional: boolean;
+  readonly isFinalError: (error: unknown) => boolean;
+  /** Whether a claim may take over a lapsed lease (jobs may opt out with `resumeAbandoned: false`). */
+  readonly allowLeaseTakeover: boolean;
+}
+
+const never = () => false;
+
+/** Checks a tool definition and resolves its defaults against the ledger's, frozen. */
+export function resolveToolConfig(
+  definition: ToolOptions<StandardSchemaV1 | undefined, unknown>,
+  ledger: ResolvedConfig,
+): ResolvedToolConfig {
+  if (typeof definition?.name !== 'string' || !TOOL_NAME.test(definition.name)) {
+    throw invalid(
+      `Tool name ${JSON.stringify(definition?.name)} is invalid: use 1-128 letters, digits and _ . - : / (for example "create_invoice").`,
+    );
+  }
+  const name = definition.name;
+  if (!KINDS.includes(definition.kind)) {
+    throw invalid(
+      `Tool "${name}" has kind ${JSON.stringify(definition.kind)}; use 'read', 'mutation' or 'job'.`,
+    );
+  }
+  if (typeof definition.handler !== 'function') throw invalid(`Tool "${name}" needs a handler function.`);
+  if (definition.input !== undefined && typeof definition.input?.['~standard']?.validate !== 'function') {
+    throw invalid(`Tool "${name}": input must be a Standard Schema validator (zod 4, valibot, arktype).`);
+  }
+  if (definition.transactional && definition.kind !== 'mutation') {
+    throw invalid(`Tool "${name}": transactional is only supported for kind 'mutation'.`);
+  }
+  return Object.freeze({
+    name,
+    kind: definition.kind,
+    description: definition.description,
+    title: definition.title,
+    destructive: definition.destructive ?? false,
+    input: definition.input,
+    handler: definition.handler as ResolvedToolConfig['handler'],
+    leaseSeconds: checkSeconds(`${name}.leaseSeconds`, definition.leaseSeconds, ledger.leaseSeconds, 0.05),
+    waitMs: checkSeconds(`${name}.waitSeconds`, definition.waitSeconds, ledger.waitSeconds, 0) * 1000,
+    ttlSeconds: checkSeconds(`${name}.ttlSeconds`, definition.ttlSeconds, ledger.ttlSeconds, 0),
+    volatileFields: Object.freeze([...(definition.volatileFields ?? [])]),
+    transactional: definition.transactional === true,
+    isFinalError: definition.isFinalError ?? never,
+    allowLeaseTakeover: definition.kind !== 'job' || definition.resumeAbandoned !== false,
+  });
+}
+
+export const PURGE_DEFAULTS = Object.freeze({ batchSize: 1000 });
+export const CLOSE_DEFAULTS = Object.freeze({ timeoutSeconds: 10 });
+
+/** `purgeExpired()` options with defaults resolved. */
+export function resolveBatchSize(batchSize: number | undefined): number {
+  const size = batchSize ?? PURGE_DEFAULTS.batchSize;
+  if (!Number.isInteger(size) || size < 1)
+    throw invalid(`batchSize must be a positive integer, got ${size}.`);
+  return size;
+}
+
+/** `close()`'s timeout in milliseconds, defaults resolved. */
+export function resolveCloseTimeoutMs(timeoutSeconds: number | undefined): number {
+  return checkSeconds('timeoutSeconds', timeoutSeconds, CLOSE_DEFAULTS.timeoutSeconds, 0) * 1000;
 }

@@ -1,5 +1,11 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { checkSeconds, type LedgerOptions, type ResolvedConfig, resolveConfig } from './config.js';
+import {
+  type LedgerOptions,
+  type ResolvedConfig,
+  resolveBatchSize,
+  resolveCloseTimeoutMs,
+  resolveConfig,
+} from './config.js';
 import { ToolLedgerError } from './contract/errors.js';
 import { noopObserver } from './contract/observer.js';
 import type { CallInputOf, JobStatus, ToolOptions } from './contract/types.js';
@@ -124,13 +130,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       runtime.assertOpen(definition?.name ?? 'tool');
       return createTool(runtime, definition);
     }) as Ledger['tool'],
-    async purgeExpired({ batchSize = 1000, onProgress } = {}) {
-      if (!Number.isInteger(batchSize) || batchSize < 1) {
-        throw new ToolLedgerError(
-          'CONFIG_INVALID',
-          `batchSize must be a positive integer, got ${batchSize}.`,
-        );
-      }
+    async purgeExpired({ batchSize: requested, onProgress } = {}) {
+      const batchSize = resolveBatchSize(requested);
       let total = 0;
       for (;;) {
         const deleted = await store.purgeBatch(batchSize);
@@ -140,9 +141,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       }
     },
     migrationSql: () => migrationScript(config.schema),
-    close({ timeoutSeconds = 10 }: CloseOptions = {}) {
+    close({ timeoutSeconds }: CloseOptions = {}) {
+      const timeoutMs = resolveCloseTimeoutMs(timeoutSeconds);
       closing ??= (async () => {
-        await runtime.drain(checkSeconds('timeoutSeconds', timeoutSeconds, 10, 0) * 1000);
+        await runtime.drain(timeoutMs);
         await notifier.close();
         await driver.close();
       })();
