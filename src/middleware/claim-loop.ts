@@ -150,6 +150,7 @@ export function createClaimLoop(
   return async (call) => {
     const { facts, waiter, scope, request } = call;
     for (let races = 0; ; ) {
+      waiter.beforeClaim();
       const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation);
       if (row) {
         facts.attempt = row.attempt;
