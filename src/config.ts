@@ -45,8 +45,9 @@ export interface LedgerOptions {
    */
   readonly migrate?: boolean;
   /**
-   * Pool size when tool-ledger opens its own `pg.Pool`.
-   * @default 10
+   * Pool size when tool-ledger opens its own `pg.Pool`. Connections open only as concurrent calls need them, so
+   * the default covers 20 concurrent calls without queueing; each call holds a connection for one statement at a time.
+   * @default 20
    */
   readonly poolSize?: number;
   /**
@@ -102,7 +103,7 @@ export const DEFAULTS = Object.freeze({
   ttlSeconds: 86_400,
   leaseSeconds: 30,
   waitSeconds: 10,
-  poolSize: 10,
+  poolSize: 20,
   connectTimeoutSeconds: 5,
   statementTimeoutSeconds: 5,
   queryTimeoutSeconds: 10,

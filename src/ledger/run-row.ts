@@ -40,6 +40,8 @@ export interface ClaimRow extends RunRow {
    * (the update's fence refused). Claim again.
    */
   readonly takeover_due: boolean;
+  /** This claim registered the caller as waiting on the run in flight, so its completion will notify. */
+  readonly waiting: boolean;
 }
 
 /** Milliseconds until the lease lapses by the database clock; for how long to wait, never for a rule. */

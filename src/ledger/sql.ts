@@ -47,7 +47,13 @@ const RUN_FLAGS = (alias: string) => `${leaseLive(alias)} AS lease_live, now() A
  * a lapsed lease, or else returns the row as it stands. The `attempt` match fences concurrent takeovers.
  *
  * $1 tenant, $2 tool, $3 key, $4 user, $5 parameter hash, $6 lease owner, $7 lease seconds, $8 ttl seconds,
- * $9 trace id, $10 span id, $11 job id for a new run, $12 whether a lapsed lease may be taken over.
+ * $9 trace id, $10 span id, $11 job id for a new run, $12 whether a lapsed lease may be taken over, $13 whether the
+ * caller would wait for a run in flight.
+ *
+ * A caller that would wait registers in this same statement (`waiting`): it sets the row's `waiters` flag while
+ * the run is still in flight, under the row lock the completion also takes. Either the flag commits first and the
+ * completion sees it and notifies, or the completion commits first and the registration finds the row no longer
+ * in flight (`waiting` false, so the caller claims again and replays). No wake-up falls between the two.
  */
 export function claimSql(schema: string): string {
   const t = runsTable(schema);
@@ -73,23 +79,33 @@ export function claimSql(schema: string): string {
     lease_owner = $6::text, lease_expires_at = now() + make_interval(secs => $7::float8),
     result_json = NULL, error_json = NULL, trace_id = $9::text, span_id = $10::text,
     started_at = now(), updated_at = now(), completed_at = NULL,
-    expires_at = now() + make_interval(secs => $8::float8)
+    expires_at = now() + make_interval(secs => $8::float8),
+    waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END
   FROM existing e
   WHERE r.id = e.id AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
+), registered AS (
+  -- Disjoint from \`taken\`: a live lease is never expired nor lapsed, so no row is updated twice.
+  UPDATE ${t} AS r SET waiters = true
+  FROM existing e
+  WHERE $13::boolean AND r.id = e.id AND r.attempt = e.attempt AND ${leaseLive('r')}
+    AND r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text
+  RETURNING r.id
 )
-SELECT 'inserted' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('inserted')}, false AS takeover_due FROM inserted
+SELECT 'inserted' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('inserted')}, false AS takeover_due, false AS waiting
+FROM inserted
 UNION ALL
-SELECT 'taken' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('taken')}, false AS takeover_due FROM taken
+SELECT 'taken' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('taken')}, false AS takeover_due, false AS waiting FROM taken
 UNION ALL
-SELECT 'existing' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('existing')}, ${TAKEOVER('existing')} AS takeover_due
+SELECT 'existing' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('existing')}, ${TAKEOVER('existing')} AS takeover_due,
+  EXISTS (SELECT 1 FROM registered) AS waiting
 FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 }
 
 /**
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
- * every waiter. $1 id, $2 attempt, $3 lease owner, $4 status, $5 final, $6 result json, $7 error json,
- * $8 ttl seconds, $9 notify channel.
+ * the waiters, if any registered (see the claim). $1 id, $2 attempt, $3 lease owner, $4 status, $5 final,
+ * $6 result json, $7 error json, $8 ttl seconds, $9 notify channel.
  */
 export function completeSql(schema: string): string {
   return `WITH done AS (
@@ -97,9 +113,10 @@ export function completeSql(schema: string): string {
     error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
     expires_at = now() + make_interval(secs => $8::float8)
   WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
-  RETURNING id, completed_at
+  RETURNING id, completed_at, waiters
 )
-SELECT id::text AS id, completed_at, pg_notify($9::text, id::text) AS notified FROM done`;
+SELECT id::text AS id, completed_at, waiters AS notified, CASE WHEN waiters THEN pg_notify($9::text, id::text) END
+FROM done`;
 }
 
 /** Extends a lease, fenced like the completion. $1 id, $2 attempt, $3 owner, $4 lease seconds. */

@@ -28,6 +28,8 @@ export interface ClaimRequest {
   readonly spanId: string | undefined;
   readonly jobId: string | undefined;
   readonly allowLeaseTakeover: boolean;
+  /** Register as waiting when the run is in flight, so its completion notifies (only then). */
+  readonly wouldWait: boolean;
 }
 
 export interface Completion {
@@ -115,6 +117,7 @@ export class LedgerStore {
         request.spanId ?? null,
         request.jobId ?? null,
         request.allowLeaseTakeover,
+        request.wouldWait,
       ],
       'claim the idempotency key',
       'claim',

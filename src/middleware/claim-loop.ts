@@ -161,6 +161,7 @@ export function createClaimLoop(
   return async (call) => {
     const { facts, waiter, scope, request } = call;
     for (let races = 0; ; ) {
+      waiter.beforeClaim();
       const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation).catch((error) => {
         // The statement may have committed: keep the token so a retry from here can take the row back.
         if (isOutcomeUnknown(error)) {

@@ -142,6 +142,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
         spanId: span?.spanId,
         jobId: kind === 'job' ? `job_${randomUUID()}` : undefined,
         allowLeaseTakeover: tool.allowLeaseTakeover,
+        wouldWait: kind === 'mutation' && tool.waitMs > 0,
       },
       input: validated,
       context,

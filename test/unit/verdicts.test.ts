@@ -8,6 +8,7 @@ function row(overrides: Partial<ClaimRow> = {}): ClaimRow {
   return {
     claim: 'existing',
     takeover_due: false,
+    waiting: false,
     lease_live: false,
     id: '1',
     tenant_id: 'default',
