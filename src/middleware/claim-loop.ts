@@ -1,6 +1,7 @@
 import { ToolLedgerError } from '../contract/errors.js';
 import type { CallScope, SpanRef } from '../contract/observer.js';
 import type { CallContext, ToolKind } from '../contract/types.js';
+import { isOutcomeUnknown } from '../ledger/errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
 import type { ClaimRequest } from '../ledger/store.js';
 import type { Answer, CallEnd } from './call-end.js';
@@ -9,6 +10,7 @@ import type { Execute } from './execute.js';
 import type { CallFacts } from './facts.js';
 import { replayedFailure } from './failures.js';
 import { jobStatusOf } from './job-status.js';
+import { LostClaims } from './lost-claims.js';
 import type { LedgerRuntime } from './runtime.js';
 import { retryAfterMs, type Waiter } from './wait.js';
 
@@ -46,6 +48,7 @@ const LINKS_ORIGINAL = {
   conflict: true,
   running: true,
   abandoned: true,
+  reclaimed: false,
   raced: false,
 } as const satisfies Record<VerdictKind, boolean>;
 
@@ -78,17 +81,24 @@ function sharedHandlers({ name, runtime }: ClaimSettings) {
     };
   };
   const raced: Handler<'raced'> = () => 'race';
-  return { conflict, raced };
+  // The lease was set when the lost claim ran and may be about to lapse: renew it before acting on it.
+  const reclaim = async (row: ClaimRow, call: ClaimCall) =>
+    runtime.store.renewLease(row.id, row.attempt, row.lease_owner!, call.request.leaseSeconds);
+  return { conflict, raced, reclaim };
 }
 
 function mutationHandlers(settings: ClaimSettings): HandlerTable {
   const { name, execute } = settings;
+  const { reclaim, ...shared } = sharedHandlers(settings);
+  const won: Handler<'won'> = async ({ row }, call) => {
+    const done = await execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
+    return { ...answer('executed', done.value, row, call), completedAt: done.completedAt };
+  };
   return {
-    ...sharedHandlers(settings),
-    won: async ({ row }, call) => {
-      const done = await execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
-      return { ...answer('executed', done.value, row, call), completedAt: done.completedAt };
-    },
+    ...shared,
+    won,
+    reclaimed: async ({ row }, call) =>
+      (await reclaim(row, call)) ? won({ kind: 'won', row }, call) : 'race',
     replay: ({ row }, call) => answer('replayed', row.result_json, row, call),
     final_failure: ({ row }) => ({ outcome: 'replayed', error: replayedFailure(row.error_json!) }),
     running: async ({ row }, call) => {
@@ -110,20 +120,24 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
 
 function jobHandlers(settings: ClaimSettings): HandlerTable {
   const { runtime, execute } = settings;
+  const { reclaim, ...shared } = sharedHandlers(settings);
   const finished: Handler<'replay' | 'final_failure'> = ({ row }, call) =>
     answer('replayed', jobStatusOf(row), row, call);
   // A job not finished yet has no saved answer to replay: the call only reports its status.
   const unfinished: Handler<'running' | 'abandoned'> = ({ row }, call) =>
     answer('polled', jobStatusOf(row), row, call);
+  const won: Handler<'won'> = ({ row }, call) => {
+    const work = execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
+    void runtime.track(work.catch(() => {}));
+    return {
+      ...answer('executed', jobStatusOf({ ...row, status: 'in_progress', lease_live: true }), row, call),
+    };
+  };
   return {
-    ...sharedHandlers(settings),
-    won: ({ row }, call) => {
-      const work = execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
-      void runtime.track(work.catch(() => {}));
-      return {
-        ...answer('executed', jobStatusOf({ ...row, status: 'in_progress', lease_live: true }), row, call),
-      };
-    },
+    ...shared,
+    won,
+    reclaimed: async ({ row }, call) =>
+      (await reclaim(row, call)) ? won({ kind: 'won', row }, call) : 'race',
     replay: finished,
     final_failure: finished,
     running: unfinished,
@@ -151,7 +165,17 @@ export function createClaimLoop(
     const { facts, waiter, scope, request } = call;
     for (let races = 0; ; ) {
       waiter.beforeClaim();
-      const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation);
+      const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation).catch((error) => {
+        // The statement may have committed: keep the token so a retry from here can take the row back.
+        if (isOutcomeUnknown(error)) {
+          settings.runtime.lostClaims.remember(
+            LostClaims.key(request.tenant, request.tool, request.key),
+            request.leaseOwner,
+            request.leaseSeconds,
+          );
+        }
+        throw error;
+      });
       if (row) {
         facts.attempt = row.attempt;
         if (row.job_id) facts.jobId = row.job_id;

@@ -15,6 +15,11 @@ interface VerdictFields {
   readonly running: { readonly row: ClaimRow };
   /** A lapsed lease that may not be taken over (a job with `resumeAbandoned: false`). */
   readonly abandoned: { readonly row: ClaimRow };
+  /**
+   * The row is this call's own: an earlier claim from this process whose answer was lost, retried with its owner
+   * token. Renew the lease, then run the handler.
+   */
+  readonly reclaimed: { readonly row: ClaimRow };
   /** The row changed between the statement's snapshot and its write (or a parallel insert won): claim again. */
   readonly raced: { readonly row: undefined | ClaimRow };
 }
@@ -27,6 +32,8 @@ export type Verdict = { [K in VerdictKind]: VerdictOf<K> }[VerdictKind];
 export interface JudgedRequest {
   readonly user: string | undefined;
   readonly paramsHash: string;
+  /** This call's lease owner token (a lost claim's, when retrying one). */
+  readonly leaseOwner?: string;
 }
 
 /**
@@ -44,7 +51,12 @@ export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): V
     succeeded: { kind: 'replay', row },
     // A retryable failure of the same request is always due for takeover, so a failure seen here is final.
     failed: { kind: 'final_failure', row },
-    in_progress: row.lease_live ? { kind: 'running', row } : { kind: 'abandoned', row },
+    in_progress:
+      row.lease_owner !== null && row.lease_owner === request.leaseOwner
+        ? { kind: 'reclaimed', row }
+        : row.lease_live
+          ? { kind: 'running', row }
+          : { kind: 'abandoned', row },
   } as const satisfies Record<ClaimRow['status'], Verdict>;
   return byStatus[row.status];
 }

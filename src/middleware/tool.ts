@@ -22,6 +22,7 @@ import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';
 import type { CallFacts } from './facts.js';
 import { jobStatusOf } from './job-status.js';
+import { LostClaims } from './lost-claims.js';
 import { runRead } from './read.js';
 import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
@@ -162,7 +163,8 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
         key: context.key as string,
         user: context.user,
         paramsHash,
-        leaseOwner: newLeaseOwner(),
+        leaseOwner:
+          runtime.lostClaims.take(LostClaims.key(tenant, name, context.key as string)) ?? newLeaseOwner(),
         leaseSeconds: tool.leaseSeconds,
         ttlSeconds: tool.ttlSeconds,
         traceId: span?.traceId,

@@ -39,6 +39,16 @@ interface ReservedConnection {
   readonly client: Pick<PgClientLike, 'query' | 'on'>;
   /** Closes without waiting on a peer that may never answer. */
   dispose(): void;
+  /** The last statement sent: statements go one at a time (pg 9 drops its own queue). */
+  tail?: Promise<unknown>;
+}
+
+/** Sends one statement on a reserved connection after the ones before it, all within the bound. */
+function send<R>(connection: ReservedConnection, text: string, params: unknown[] | undefined, ms: number) {
+  const work = () => connection.client.query<R>(text, params);
+  const next = (connection.tail ?? Promise.resolve()).then(work, work);
+  connection.tail = next.catch(() => {});
+  return withinMs(next, ms);
 }
 
 type ClientConstructor = new (
@@ -185,7 +195,7 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
         for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? '');
       });
       for (const channel of handlers.keys()) {
-        await withinMs(connection.client.query(`LISTEN ${quoteIdent(channel)}`), answerTimeoutMs);
+        await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
       }
       return connection;
     });
@@ -202,7 +212,7 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
     const opening = reservedConnection();
     const connection = await opening;
     try {
-      return await withinMs(connection.client.query<R>(text, params), answerTimeoutMs);
+      return await send<R>(connection, text, params, answerTimeoutMs);
     } catch (error) {
       if (classifyDriverError(error).outcomeUnknown && reserved === opening) dropReserved(connection);
       throw error;
@@ -331,7 +341,7 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
       try {
         const connection = await reservedConnection();
         // LISTEN is idempotent, so a channel a fresh connection already listened to costs one no-op statement.
-        if (isNew) await withinMs(connection.client.query(`LISTEN ${quoteIdent(channel)}`), answerTimeoutMs);
+        if (isNew) await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
       } catch (error) {
         // Registered anyway: the LISTEN connection comes back on its own and subscribes to every channel.
         void relisten();
