@@ -78,6 +78,7 @@ export async function sameSql(url, schema, { concurrency }) {
       null,
       null,
       true,
+      true,
     ]);
     const row = rows[0];
     if (row.claim === 'existing') return row.result_json;

@@ -1,5 +1,11 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { checkSeconds, type LedgerOptions, type ResolvedConfig, resolveConfig } from './config.js';
+import {
+  type LedgerOptions,
+  type ResolvedConfig,
+  resolveBatchSize,
+  resolveCloseTimeoutMs,
+  resolveConfig,
+} from './config.js';
 import { ToolLedgerError } from './contract/errors.js';
 import { noopObserver } from './contract/observer.js';
 import type { CallInputOf, JobStatus, ToolOptions } from './contract/types.js';
@@ -58,7 +64,11 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
   try {
     switch (db.kind) {
       case 'pool':
-        return pgDriver(db.pool, false, config.preparedStatements);
+        return pgDriver(db.pool, {
+          ownsPool: false,
+          preparedStatements: config.preparedStatements,
+          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+        });
       case 'connectionString': {
         const pg = await import('pg');
         const Pool = pg.default?.Pool ?? (pg as unknown as { Pool: typeof pg.default.Pool }).Pool;
@@ -66,10 +76,20 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
           connectionString: db.connectionString,
           max: config.poolSize,
           connectionTimeoutMillis: config.connectTimeoutSeconds * 1000,
+          // pg reads 0 as "no timeout" for all three.
+          query_timeout: config.queryTimeoutSeconds * 1000,
+          statement_timeout: config.statementTimeoutSeconds * 1000,
+          // A peer that vanished without a reset is found by the kernel's probes, not only by a timeout.
+          keepAlive: true,
+          keepAliveInitialDelayMillis: 10_000,
         });
         // An idle client's error (server restart) must not crash the process; the next query reports it.
         pool.on('error', () => {});
-        return pgDriver(pool as unknown as PgPoolLike, true, config.preparedStatements);
+        return pgDriver(pool as unknown as PgPoolLike, {
+          ownsPool: true,
+          preparedStatements: config.preparedStatements,
+          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+        });
       }
       case 'pglite':
         if (db.pglite === undefined || typeof db.pglite === 'string') {
@@ -110,13 +130,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       runtime.assertOpen(definition?.name ?? 'tool');
       return createTool(runtime, definition);
     }) as Ledger['tool'],
-    async purgeExpired({ batchSize = 1000, onProgress } = {}) {
-      if (!Number.isInteger(batchSize) || batchSize < 1) {
-        throw new ToolLedgerError(
-          'CONFIG_INVALID',
-          `batchSize must be a positive integer, got ${batchSize}.`,
-        );
-      }
+    async purgeExpired({ batchSize: requested, onProgress } = {}) {
+      const batchSize = resolveBatchSize(requested);
       let total = 0;
       for (;;) {
         const deleted = await store.purgeBatch(batchSize);
@@ -126,9 +141,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       }
     },
     migrationSql: () => migrationScript(config.schema),
-    close({ timeoutSeconds = 10 }: CloseOptions = {}) {
+    close({ timeoutSeconds }: CloseOptions = {}) {
+      const timeoutMs = resolveCloseTimeoutMs(timeoutSeconds);
       closing ??= (async () => {
-        await runtime.drain(checkSeconds('timeoutSeconds', timeoutSeconds, 10, 0) * 1000);
+        await runtime.drain(timeoutMs);
         await notifier.close();
         await driver.close();
       })();

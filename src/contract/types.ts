@@ -1,12 +1,10 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { SuccessOutcome } from './outcomes.js';
 
 /** How a tool touches the world. Only `mutation` and `job` go through the ledger. */
 export type ToolKind = 'read' | 'mutation' | 'job';
 
-/** Every decision a call can end in. Shared by reports, spans, logs and metrics. */
-export type Outcome = 'executed' | 'replayed' | 'failed' | 'conflict' | 'in_progress' | 'rejected';
-
-export type RejectedReason = 'key_required' | 'key_invalid' | 'input_invalid';
+export type { Outcome, RejectedReason } from './outcomes.js';
 
 /**
  * The whole database surface tool-ledger needs. `pg.Pool`, `pg.Client`, `PGlite` and PGlite transactions all
@@ -137,7 +135,7 @@ export interface StoredError {
 
 /** What `invoke` returns: the value plus how it was obtained. */
 export interface InvokeReport<TValue> {
-  readonly outcome: 'executed' | 'replayed';
+  readonly outcome: SuccessOutcome;
   readonly value: TValue;
   readonly tool: string;
   readonly kind: ToolKind;

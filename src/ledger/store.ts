@@ -28,6 +28,8 @@ export interface ClaimRequest {
   readonly spanId: string | undefined;
   readonly jobId: string | undefined;
   readonly allowLeaseTakeover: boolean;
+  /** Register as waiting when the run is in flight, so its completion notifies (only then). */
+  readonly wouldWait: boolean;
 }
 
 export interface Completion {
@@ -115,6 +117,7 @@ export class LedgerStore {
         request.spanId ?? null,
         request.jobId ?? null,
         request.allowLeaseTakeover,
+        request.wouldWait,
       ],
       'claim the idempotency key',
       'claim',
@@ -151,10 +154,13 @@ export class LedgerStore {
     return rows[0]?.completed_at;
   }
 
-  /** True while the lease is still ours. */
+  /**
+   * True while the lease is still ours. Runs on the driver's reserved connection, so a pool full of the very work
+   * this lease protects cannot make it lapse.
+   */
   async renewLease(id: string, attempt: number, owner: string, leaseSeconds: number): Promise<boolean> {
     const rows = await this.#run(
-      this.#driver,
+      this.#driver.reserved,
       this.#sql.renew,
       [id, attempt, owner, leaseSeconds],
       'renew the lease',

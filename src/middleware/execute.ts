@@ -148,11 +148,13 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     });
     const started = performance.now();
     let handlerFailed = false;
+    let handlerError: unknown;
     const runHandler = async (db: Queryable | undefined) => {
       try {
         return await handler(input, handlerContext(db));
       } catch (error) {
         handlerFailed = true;
+        handlerError = error;
         throw error;
       } finally {
         facts.executionSeconds = (performance.now() - started) / 1000;
@@ -194,7 +196,8 @@ export function createExecutor(settings: ExecutorSettings): Execute {
             await recordFailure(notJson(error, false), false);
             throw notJson(error, false);
           }
-          if (handlerFailed) {
+          // The driver replaces the handler's error when the connection died under it: not the handler's failure.
+          if (handlerFailed && error === handlerError) {
             await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
           } else if (!(error instanceof ToolLedgerError && error.code === 'LEASE_LOST')) {
             await recordFailure(error, false);

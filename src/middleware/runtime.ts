@@ -3,12 +3,15 @@ import { ToolLedgerError } from '../contract/errors.js';
 import type { CallObserver } from '../contract/observer.js';
 import type { CompletionNotifier } from '../ledger/notifier.js';
 import type { LedgerStore } from '../ledger/store.js';
+import { LostClaims } from './lost-claims.js';
 
 /** What every tool of one ledger shares. Internal. */
 export class LedgerRuntime {
   readonly #pending = new Set<Promise<unknown>>();
   readonly #running = new Set<(reason: unknown) => void>();
   #closed = false;
+  /** Claims whose answer was lost, so a retry from this process can take its own row back. */
+  readonly lostClaims = new LostClaims();
 
   constructor(
     readonly config: ResolvedConfig,

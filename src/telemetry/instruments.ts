@@ -1,5 +1,5 @@
 import type { Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
-import { DURATION_BUCKETS_SECONDS, METRIC, UNIT } from './vocabulary.js';
+import { DURATION_BUCKETS_SECONDS, METRIC, OUTCOMES, UNIT } from './vocabulary.js';
 
 export interface Instruments {
   readonly calls: Counter;
@@ -17,7 +17,7 @@ export function createInstruments(meter: Meter): Instruments {
   });
   return {
     calls: meter.createCounter(METRIC.TOOL_CALLS, {
-      description: 'Tool calls by outcome (executed, replayed, failed, conflict, in_progress, rejected).',
+      description: `Tool calls by outcome (${OUTCOMES.join(', ')}).`,
       unit: UNIT.CALLS,
     }),
     executeDuration: meter.createHistogram(

@@ -6,6 +6,8 @@
  * copied here as literals rather than imported from the incubating semconv entry point.
  */
 
+import { OUTCOME_INFO, OUTCOMES, type Outcome } from '../contract/outcomes.js';
+
 export const SPAN_NAME_PREFIX = 'execute_tool' as const;
 export const INSTRUMENTATION_SCOPE = 'tool-ledger' as const;
 
@@ -40,9 +42,9 @@ export const OPERATION_NAME_EXECUTE_TOOL = 'execute_tool' as const;
 export const TOOL_TYPE_FUNCTION = 'function' as const;
 export const LINK_TYPE_ORIGINAL_EXECUTION = 'original_execution' as const;
 
-export const OUTCOMES = ['executed', 'replayed', 'failed', 'conflict', 'in_progress', 'rejected'] as const;
+// The outcome list lives with the contract, which every view (types, severities, texts) derives from.
+export { OUTCOMES, REJECTED_REASONS } from '../contract/outcomes.js';
 export const CONFLICT_REASONS = ['params_mismatch', 'user_mismatch'] as const;
-export const REJECTED_REASONS = ['key_required', 'key_invalid', 'input_invalid'] as const;
 export const LEDGER_OPERATIONS = ['claim', 'complete', 'lookup'] as const;
 
 export const METRIC = {
@@ -88,14 +90,9 @@ export const SEVERITY = {
   ERROR: { number: 17, text: 'ERROR' },
 } as const;
 
-export const OUTCOME_SEVERITY = {
-  executed: 'INFO',
-  replayed: 'INFO',
-  conflict: 'WARN',
-  in_progress: 'WARN',
-  rejected: 'WARN',
-  failed: 'ERROR',
-} as const;
+export const OUTCOME_SEVERITY = Object.freeze(
+  Object.fromEntries(OUTCOMES.map((outcome) => [outcome, OUTCOME_INFO[outcome].severity])),
+) as { readonly [K in Outcome]: (typeof OUTCOME_INFO)[K]['severity'] };
 
 /** Metric units (UCUM; curly-brace annotations are dropped from Prometheus names). */
 export const UNIT = {

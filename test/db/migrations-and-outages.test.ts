@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLedger, migrationSql, ToolFailure, ToolLedgerError } from '../../src/index.js';
+import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 
 const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
@@ -24,7 +25,7 @@ describe('migrations', () => {
       ),
     );
     const { rows } = await admin.query(`SELECT version FROM "${schema}".tool_ledger_migrations`);
-    expect(rows).toEqual([{ version: 1 }]);
+    expect(rows).toEqual(MIGRATIONS.map(({ version }) => ({ version })));
     const tool = ledgers[3]!.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
     expect((await tool.invoke({}, { key: 'k' })).outcome).toBe('executed');
     await Promise.all(ledgers.map((l) => l.close()));
@@ -48,7 +49,7 @@ describe('migrations', () => {
     expect(await tool.call({}, { key: 'k' })).toBe('ok');
     await ledger.close();
     const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".tool_ledger_migrations`);
-    expect(rows).toEqual([{ n: 1 }]);
+    expect(rows).toEqual([{ n: MIGRATIONS.length }]);
   });
 });
 

@@ -13,6 +13,7 @@ export function pgliteDriver(db: PGliteLike, ownsDb: boolean): Driver {
   return {
     kind: 'pglite',
     query: (text, params) => db.query(text, params),
+    reserved: { query: (text, params) => db.query(text, params) },
     transaction: (fn) => db.transaction(fn),
     listen: (channel, onNotify) => db.listen(channel, onNotify),
     async close() {
