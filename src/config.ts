@@ -74,6 +74,18 @@ export interface LedgerOptions {
    * @default true
    */
   readonly preparedStatements?: boolean;
+  /**
+   * Completed results this process keeps in memory, so a replay from the same process needs no round trip. An
+   * entry lasts until the row's expiry by the database clock. A row deleted by hand before it expires still
+   * replays from a process that cached it, until then. `0` turns the cache off.
+   * @default 10000
+   */
+  readonly replayCacheEntries?: number;
+  /**
+   * Memory bound of the replay cache (results as JSON text, plus a fixed overhead per entry).
+   * @default 33554432 (32 MiB)
+   */
+  readonly replayCacheMaxBytes?: number;
   /** OpenTelemetry options, or `false` to emit nothing. @default {} */
   readonly telemetry?: TelemetryOptions | false;
 }
@@ -95,6 +107,8 @@ export interface ResolvedConfig {
   readonly statementTimeoutSeconds: number;
   readonly queryTimeoutSeconds: number;
   readonly preparedStatements: boolean;
+  readonly replayCacheEntries: number;
+  readonly replayCacheMaxBytes: number;
   readonly telemetry: TelemetryOptions | false;
 }
 
@@ -107,7 +121,16 @@ export const DEFAULTS = Object.freeze({
   connectTimeoutSeconds: 5,
   statementTimeoutSeconds: 5,
   queryTimeoutSeconds: 10,
+  replayCacheEntries: 10_000,
+  replayCacheMaxBytes: 32 * 1024 * 1024,
 });
+
+function checkCount(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0)
+    throw invalid(`${name} must be an integer >= 0, got ${String(value)}.`);
+  return value;
+}
 
 function invalid(message: string): ToolLedgerError {
   return new ToolLedgerError('CONFIG_INVALID', message);
@@ -186,6 +209,16 @@ export function resolveConfig(
       0,
     ),
     preparedStatements: options.preparedStatements ?? true,
+    replayCacheEntries: checkCount(
+      'replayCacheEntries',
+      options.replayCacheEntries,
+      DEFAULTS.replayCacheEntries,
+    ),
+    replayCacheMaxBytes: checkCount(
+      'replayCacheMaxBytes',
+      options.replayCacheMaxBytes,
+      DEFAULTS.replayCacheMaxBytes,
+    ),
     telemetry: options.telemetry ?? {},
   });
 }

@@ -118,7 +118,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     await driver.close().catch(() => {});
     throw error;
   }
-  const store = new LedgerStore(driver, config.schema);
+  const store = new LedgerStore(driver, config.schema, {
+    maxEntries: config.replayCacheEntries,
+    maxBytes: config.replayCacheMaxBytes,
+  });
   const notifier = new CompletionNotifier(store);
   const observer = config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry);
   const runtime = new LedgerRuntime(config, store, notifier, observer);

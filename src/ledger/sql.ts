@@ -113,9 +113,10 @@ export function completeSql(schema: string): string {
     error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
     expires_at = now() + make_interval(secs => $8::float8)
   WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
-  RETURNING id, completed_at, waiters
+  RETURNING id, completed_at, expires_at, waiters
 )
-SELECT id::text AS id, completed_at, waiters AS notified, CASE WHEN waiters THEN pg_notify($9::text, id::text) END
+SELECT id::text AS id, completed_at, expires_at, now() AS db_now, waiters AS notified,
+  CASE WHEN waiters THEN pg_notify($9::text, id::text) END
 FROM done`;
 }
 
