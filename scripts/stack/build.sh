@@ -55,7 +55,11 @@ build_jaeger() {
 
 build_otelcol() {
   local out="$cache/otelcol-$OTELCOL_VERSION"
-  done_already "$out" otelcol-tool-ledger && return 0
+  # Built from this very manifest, or built again: a component added to the config needs a new binary.
+  if done_already "$out" otelcol-tool-ledger && cmp -s "$out/builder-config.yaml" "$repo/collector/builder-config.yaml"; then
+    return 0
+  fi
+  rm -f "$out/.complete"
   local tools="$cache/builder-$OTELCOL_VERSION"
   if [ ! -x "$tools/builder" ]; then
     mkdir -p "$tools"
