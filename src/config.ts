@@ -69,6 +69,18 @@ export interface LedgerOptions {
    */
   readonly queryTimeoutSeconds?: number;
   /**
+   * How many outcomes whose completion failed this process keeps in memory to save once the database answers.
+   * Past it, a result that cannot be saved is not kept and the caller is told so (`LEDGER_UNAVAILABLE`, not
+   * retryable: the action ran).
+   * @default 1000
+   */
+  readonly maxUnsavedResults?: number;
+  /**
+   * The same bound in bytes of result and error JSON.
+   * @default 67108864
+   */
+  readonly maxUnsavedResultBytes?: number;
+  /**
    * Run the ledger's statements as named prepared statements on pg (plans cached per connection). Turn off behind
    * a pooler that cannot track prepared statements, such as PgBouncer in transaction mode before 1.21.
    * @default true
@@ -106,6 +118,8 @@ export interface ResolvedConfig {
   readonly connectTimeoutSeconds: number;
   readonly statementTimeoutSeconds: number;
   readonly queryTimeoutSeconds: number;
+  readonly maxUnsavedResults: number;
+  readonly maxUnsavedResultBytes: number;
   readonly preparedStatements: boolean;
   readonly replayCacheEntries: number;
   readonly replayCacheMaxBytes: number;
@@ -121,6 +135,8 @@ export const DEFAULTS = Object.freeze({
   connectTimeoutSeconds: 5,
   statementTimeoutSeconds: 5,
   queryTimeoutSeconds: 10,
+  maxUnsavedResults: 1000,
+  maxUnsavedResultBytes: 64 * 1024 * 1024,
   replayCacheEntries: 10_000,
   replayCacheMaxBytes: 32 * 1024 * 1024,
 });
@@ -207,6 +223,12 @@ export function resolveConfig(
       options.queryTimeoutSeconds,
       DEFAULTS.queryTimeoutSeconds,
       0,
+    ),
+    maxUnsavedResults: checkCount('maxUnsavedResults', options.maxUnsavedResults, DEFAULTS.maxUnsavedResults),
+    maxUnsavedResultBytes: checkCount(
+      'maxUnsavedResultBytes',
+      options.maxUnsavedResultBytes,
+      DEFAULTS.maxUnsavedResultBytes,
     ),
     preparedStatements: options.preparedStatements ?? true,
     replayCacheEntries: checkCount(

@@ -7,6 +7,7 @@ export interface Instruments {
   readonly waitDuration: Histogram;
   readonly ledgerOperationDuration: Histogram;
   readonly runsInFlight: UpDownCounter;
+  readonly unsavedResults: UpDownCounter;
 }
 
 export function createInstruments(meter: Meter): Instruments {
@@ -35,6 +36,11 @@ export function createInstruments(meter: Meter): Instruments {
     runsInFlight: meter.createUpDownCounter(METRIC.RUNS_IN_FLIGHT, {
       description: 'Tool handlers running in this process.',
       unit: UNIT.RUNS,
+    }),
+    unsavedResults: meter.createUpDownCounter(METRIC.UNSAVED_RESULTS, {
+      description:
+        'Outcomes whose completion failed, kept in this process until the database takes them (bounded by maxUnsavedResults).',
+      unit: UNIT.RESULTS,
     }),
   };
 }

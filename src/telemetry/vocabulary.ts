@@ -53,6 +53,7 @@ export const METRIC = {
   WAIT_DURATION: 'tool_ledger.wait.duration',
   LEDGER_OPERATION_DURATION: 'tool_ledger.ledger.operation.duration',
   RUNS_IN_FLIGHT: 'tool_ledger.runs.in_flight',
+  UNSAVED_RESULTS: 'tool_ledger.results.unsaved',
 } as const;
 
 /**
@@ -67,6 +68,7 @@ export const PROMETHEUS_METRIC = {
   WAIT_DURATION: 'tool_ledger_wait_duration_seconds',
   LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration_seconds',
   RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
+  UNSAVED_RESULTS: 'tool_ledger_results_unsaved',
 } as const;
 
 /**
@@ -79,6 +81,7 @@ export const PROMETHEUS_METRIC_IN_PROCESS = {
   WAIT_DURATION: 'tool_ledger_wait_duration',
   LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration',
   RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
+  UNSAVED_RESULTS: 'tool_ledger_results_unsaved',
 } as const;
 
 export const LOG_EVENT_NAME = 'tool_ledger.decision' as const;
@@ -99,6 +102,7 @@ export const UNIT = {
   SECONDS: 's',
   CALLS: '{call}',
   RUNS: '{run}',
+  RESULTS: '{result}',
 } as const;
 
 /** `error.type` for errors that carry no stable code or safe class name (the general convention's fallback). */
