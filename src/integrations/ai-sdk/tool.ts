@@ -108,9 +108,8 @@ export function ledgerAiTool(
           signal: execution.abortSignal,
         };
         const report = await ledgerTool.invoke(input, context);
-        if (report.outcome === 'replayed') {
-          notes.set(execution.toolCallId, replayNotice(name, report.kind, report.completedAt));
-        }
+        const notice = replayNotice(name, report);
+        if (notice !== undefined) notes.set(execution.toolCallId, notice);
         return report.value;
       } catch (error) {
         if (!(error instanceof ToolLedgerError)) throw error;

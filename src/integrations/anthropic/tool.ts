@@ -12,7 +12,7 @@ import {
   resolverOf,
   runnerKey,
 } from '../shared/adapter-tool.js';
-import { errorText, type KeyVoice, replayNotice } from '../shared/model-text.js';
+import { errorText, type KeyVoice, resultText } from '../shared/model-text.js';
 
 /** The `tool_use` block a call serves: its id and the arguments the model sent. */
 export interface AnthropicToolUse {
@@ -134,10 +134,7 @@ export function ledgerAnthropicTool(
           signal: context?.signal ?? undefined,
         };
         const report = await ledgerTool.invoke(args, call);
-        const json = JSON.stringify(report.value ?? null);
-        return report.outcome === 'replayed'
-          ? `${replayNotice(name, report.kind, report.completedAt)}\n${json}`
-          : json;
+        return resultText(name, report);
       } catch (error) {
         // The runner sends a ToolError's content back as an is_error tool_result.
         if (error instanceof ToolLedgerError) {

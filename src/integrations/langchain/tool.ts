@@ -11,7 +11,7 @@ import {
   stringField,
 } from '../shared/adapter-tool.js';
 import { withModelMessage } from '../shared/model-error.js';
-import { errorPayload, errorText, replayNotice, type TextSubject } from '../shared/model-text.js';
+import { errorPayload, errorText, resultText, type TextSubject } from '../shared/model-text.js';
 import { publishedSchema } from '../shared/published-schema.js';
 
 /** Resolves a value from the run config of the call (its `configurable`, the tool call). */
@@ -121,14 +121,10 @@ export function ledgerLangChainTool(
         };
         const report = await ledgerTool.invoke(input, context);
         if (toolCallId === undefined) return report.value;
-        const json = JSON.stringify(report.value ?? null);
         return new ToolMessage({
           tool_call_id: toolCallId,
           name,
-          content:
-            report.outcome === 'replayed'
-              ? `${replayNotice(name, report.kind, report.completedAt)}\n${json}`
-              : json,
+          content: resultText(name, report),
           artifact: report.value,
         });
       } catch (error) {

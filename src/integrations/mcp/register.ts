@@ -74,7 +74,8 @@ function defaultResult(report: InvokeReport<unknown>): McpToolResult {
 function callMeta(report: InvokeReport<unknown>): Record<string, unknown> {
   return {
     outcome: report.outcome,
-    replayed: report.outcome === 'replayed',
+    // A job poll did nothing again either.
+    replayed: report.outcome !== 'executed',
     ...(report.completedAt ? { completedAt: report.completedAt.toISOString() } : {}),
     ...(report.kind === 'read' ? {} : { attempt: report.attempt }),
     ...(report.jobId ? { jobId: report.jobId } : {}),
@@ -212,10 +213,8 @@ export function registerMcpTool<TServer extends McpServerLike>(
       if (output) await checkOutput(name, output, report.value);
       result = formatResult(report);
     }
-    const notice: McpContentBlock[] =
-      report.outcome === 'replayed'
-        ? [{ type: 'text', text: replayNotice(name, kind, report.completedAt) }]
-        : [];
+    const sentence = replayNotice(name, report);
+    const notice: McpContentBlock[] = sentence === undefined ? [] : [{ type: 'text', text: sentence }];
     return {
       ...result,
       content: [...notice, ...result.content],
@@ -311,9 +310,12 @@ export function registerMcpTool<TServer extends McpServerLike>(
         if (jobId.length > MAX_JOB_ID_LENGTH) return jobNotFound(name, statusToolName, jobId);
         const request = withTransport(requestInfo(raw), server);
         try {
-          const status = (await ledgerTool.getJob(jobId, {
+          // Another user's job reads as absent, like a job that does not exist.
+          const lookup = {
             tenant: await resolve(options.tenant, request),
-          })) as JobStatus | undefined;
+            user: await resolve(options.user, request),
+          };
+          const status = (await ledgerTool.getJob?.(jobId, lookup)) as JobStatus | undefined;
           if (status === undefined) return jobNotFound(name, statusToolName, jobId);
           return {
             content: [{ type: 'text', text: jobText(status, jobNames) }],

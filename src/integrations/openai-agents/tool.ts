@@ -11,7 +11,7 @@ import {
   runnerKey,
   stringField,
 } from '../shared/adapter-tool.js';
-import { errorText, type KeyVoice, replayNotice } from '../shared/model-text.js';
+import { errorText, type KeyVoice, resultText } from '../shared/model-text.js';
 
 /** What the SDK passes a tool besides its input: the tool call being executed, when there is one. */
 export interface AgentsToolCall {
@@ -164,10 +164,7 @@ export function ledgerFunctionTool<TContext = unknown>(
         };
         const report = await ledgerTool.invoke(callInput, context);
         // The SDK hands the model the tool's output as text; a replay says so first.
-        if (report.outcome === 'replayed') {
-          return `${replayNotice(name, report.kind, report.completedAt)}\n${JSON.stringify(report.value ?? null)}`;
-        }
-        return report.value;
+        return report.outcome === 'executed' ? report.value : resultText(name, report);
       } catch (error) {
         if (error instanceof ToolLedgerError) voices.set(error, voice);
         throw error;

@@ -18,7 +18,8 @@ export interface AdapterTool {
   readonly destructive: boolean;
   readonly input: StandardSchemaV1 | undefined;
   invoke(input: unknown, context: CallContext): Promise<InvokeReport<unknown>>;
-  getJob(jobId: string, context: Pick<CallContext, 'tenant'>): Promise<unknown>;
+  /** Job tools only. */
+  getJob?(jobId: string, context: Pick<CallContext, 'tenant' | 'user'>): Promise<unknown>;
 }
 
 /** A value from an option: a fixed string, a resolver of the SDK's call details, or a default resolver. */

@@ -1,5 +1,6 @@
 import { type ErrorCode, ToolFailure, type ToolLedgerError } from '../../contract/errors.js';
-import type { JobStatus, ToolKind } from '../../contract/types.js';
+import type { SuccessOutcome } from '../../contract/outcomes.js';
+import type { InvokeReport, JobStatus, ToolKind } from '../../contract/types.js';
 
 /**
  * Where the key of one call came from, as the model must hear it: an argument the model sent (and can send
@@ -116,13 +117,28 @@ export function errorText(error: ToolLedgerError, subject: TextSubject): string 
   return `${error.code}${reason}: ${ERROR_TEXTS[error.code](error, subject)}`;
 }
 
-/** The one sentence that tells a model a result is a replay: the action was not carried out again. */
-export function replayNotice(tool: string, kind: ToolKind, completedAt: Date | undefined): string {
-  if (kind === 'job') {
-    return `Replayed: ${tool} already started this job earlier and did not start it again; this is its current status.`;
-  }
-  const when = completedAt ? ` at ${completedAt.toISOString()}` : ' earlier';
-  return `Replayed: ${tool} already did this request${when} and did not do it again; this is the original result.`;
+type Report = Pick<InvokeReport<unknown>, 'outcome' | 'kind' | 'completedAt'>;
+
+const NOTICES = {
+  executed: () => undefined,
+  replayed: (tool: string, report: Report) =>
+    report.kind === 'job'
+      ? `Replayed: ${tool} already started this job earlier and did not start it again; this is its current status.`
+      : `Replayed: ${tool} already did this request ${report.completedAt ? `at ${report.completedAt.toISOString()}` : 'earlier'} and did not do it again; this is the original result.`,
+  polled: (tool: string) =>
+    `Replayed: ${tool} already started this job earlier and did not start it again; this is its current status.`,
+} as const satisfies Record<SuccessOutcome, (tool: string, report: Report) => string | undefined>;
+
+/** The one sentence that tells a model nothing was done again (a replay or a job poll); none for an execution. */
+export function replayNotice(tool: string, report: Report): string | undefined {
+  return NOTICES[report.outcome](tool, report);
+}
+
+/** What a model reads of a successful call: the value's JSON, after the replay sentence when it applies. */
+export function resultText(tool: string, report: Report & Pick<InvokeReport<unknown>, 'value'>): string {
+  const json = JSON.stringify(report.value ?? null);
+  const notice = replayNotice(tool, report);
+  return notice === undefined ? json : `${notice}\n${json}`;
 }
 
 /** The JSON view of an error that adapters attach next to the text, for programs rather than models. */
