@@ -8,7 +8,13 @@ import {
 } from './config.js';
 import { ToolLedgerError } from './contract/errors.js';
 import { noopObserver } from './contract/observer.js';
-import type { CallInputOf, JobStatus, ToolOptions } from './contract/types.js';
+import type {
+  CallInputOf,
+  JobStatus,
+  JsonForm,
+  ToolOptions,
+  TransactionalHandlerContext,
+} from './contract/types.js';
 import type { Driver } from './ledger/driver.js';
 import { type PgPoolLike, pgDriver } from './ledger/drivers/pg.js';
 import { openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
@@ -43,11 +49,24 @@ export interface Ledger {
   readonly config: ResolvedConfig;
   /** Wraps a handler. Mutations and jobs go through the ledger; read tools only get telemetry. */
   tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput, TransactionalHandlerContext> & {
+      readonly kind: 'mutation';
+      readonly transactional: true;
+    },
+  ): LedgerTool<CallInputOf<TSchema>, JsonForm<TOutput>, 'mutation'>;
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
     options: ToolOptions<TSchema, TOutput> & { readonly kind: 'job' },
-  ): LedgerTool<CallInputOf<TSchema>, JobStatus<TOutput>>;
+  ): LedgerTool<CallInputOf<TSchema>, JobStatus<JsonForm<TOutput>>, 'job'>;
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput> & { readonly kind: 'mutation' },
+  ): LedgerTool<CallInputOf<TSchema>, JsonForm<TOutput>, 'mutation'>;
+  /** Read tools return the handler's value as it is: it is never stored. */
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput> & { readonly kind: 'read' },
+  ): LedgerTool<CallInputOf<TSchema>, TOutput, 'read'>;
   tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
     options: ToolOptions<TSchema, TOutput>,
-  ): LedgerTool<CallInputOf<TSchema>, TOutput>;
+  ): LedgerTool<CallInputOf<TSchema>, unknown>;
   /** Deletes rows past their TTL, in batches. Returns how many rows went. */
   purgeExpired(options?: PurgeOptions): Promise<number>;
   /** The migration SQL for this ledger's schema, for DBAs who apply it by hand. */

@@ -3,7 +3,15 @@
  * adapter texts and the docs tables all derive from it, so a new outcome is a compile error everywhere it is not
  * handled yet.
  */
-export const OUTCOMES = ['executed', 'replayed', 'failed', 'conflict', 'in_progress', 'rejected'] as const;
+export const OUTCOMES = [
+  'executed',
+  'replayed',
+  'polled',
+  'failed',
+  'conflict',
+  'in_progress',
+  'rejected',
+] as const;
 
 /** Every decision a call can end in. Shared by reports, spans, logs and metrics. */
 export type Outcome = (typeof OUTCOMES)[number];
@@ -37,6 +45,12 @@ export const OUTCOME_INFO = {
     ranHandler: false,
     severity: 'INFO',
     text: 'the saved result (or final failure) of an earlier call with this key was returned',
+  },
+  polled: {
+    success: true,
+    ranHandler: false,
+    severity: 'INFO',
+    text: 'a retry of a job that is still running (or abandoned) reported its status',
   },
   failed: { success: false, ranHandler: true, severity: 'ERROR', text: 'the handler or the ledger failed' },
   conflict: {

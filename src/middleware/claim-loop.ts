@@ -121,8 +121,11 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
 function jobHandlers(settings: ClaimSettings): HandlerTable {
   const { runtime, execute } = settings;
   const { reclaim, ...shared } = sharedHandlers(settings);
-  const status: Handler<'replay' | 'final_failure' | 'running' | 'abandoned'> = ({ row }, call) =>
+  const finished: Handler<'replay' | 'final_failure'> = ({ row }, call) =>
     answer('replayed', jobStatusOf(row), row, call);
+  // A job not finished yet has no saved answer to replay: the call only reports its status.
+  const unfinished: Handler<'running' | 'abandoned'> = ({ row }, call) =>
+    answer('polled', jobStatusOf(row), row, call);
   const won: Handler<'won'> = ({ row }, call) => {
     const work = execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
     void runtime.track(work.catch(() => {}));
@@ -135,10 +138,10 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
     won,
     reclaimed: async ({ row }, call) =>
       (await reclaim(row, call)) ? won({ kind: 'won', row }, call) : 'race',
-    replay: status,
-    final_failure: status,
-    running: status,
-    abandoned: status,
+    replay: finished,
+    final_failure: finished,
+    running: unfinished,
+    abandoned: unfinished,
   };
 }
 

@@ -12,6 +12,7 @@ import type {
   CallInputOf,
   InvokeReport,
   JobStatus,
+  KeyedCallContext,
   ToolKind,
   ToolOptions,
 } from '../contract/types.js';
@@ -27,22 +28,50 @@ import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
 import { Waiter } from './wait.js';
 
-/** A tool wrapped by the ledger. `call` returns the value; `invoke` also says how it was obtained. */
-export interface LedgerTool<TCallInput, TValue> {
+/** The context argument of `call` and `invoke`: optional for read tools, with a required key otherwise. */
+export type ContextArgs<TKind extends ToolKind> = TKind extends 'read'
+  ? [context?: CallContext]
+  : [context: KeyedCallContext];
+
+/** Who may read a job's status: the tenant and the user the job ran for. */
+export type JobLookup = Pick<CallContext, 'tenant' | 'user'>;
+
+interface ToolBase<TCallInput, TValue, TKind extends ToolKind, TArgs extends unknown[] = ContextArgs<TKind>> {
   readonly name: string;
-  readonly kind: ToolKind;
+  readonly kind: TKind;
   readonly description: string | undefined;
   readonly title: string | undefined;
   readonly destructive: boolean;
   /** The Standard Schema validator, for adapters that publish a JSON schema. */
   readonly input: StandardSchemaV1 | undefined;
-  call(input: TCallInput, context?: CallContext): Promise<TValue>;
-  invoke(input: TCallInput, context?: CallContext): Promise<InvokeReport<TValue>>;
-  /**
-   * For jobs: the current status of a job by id, within the tenant. Undefined when no such job exists there.
-   */
-  getJob(jobId: string, context?: Pick<CallContext, 'tenant'>): Promise<TValue | undefined>;
+  call(input: TCallInput, ...context: TArgs): Promise<TValue>;
+  invoke(input: TCallInput, ...context: TArgs): Promise<InvokeReport<TValue>>;
 }
+
+/** A job tool: `call` starts (or reports) the job, `getJob` reads its status by id. */
+export interface JobTool<TCallInput, TValue, TArgs extends unknown[] = ContextArgs<'job'>>
+  extends ToolBase<TCallInput, TValue, 'job', TArgs> {
+  /**
+   * The current status of a job by id, for the tenant and user it ran for. Undefined when there is no such job
+   * for them.
+   */
+  getJob(jobId: string, context?: JobLookup): Promise<TValue | undefined>;
+}
+
+/** A tool of any kind, as adapters hold it: the key is checked at run time; `kind === 'job'` narrows to jobs. */
+type AnyTool<TCallInput, TValue> =
+  | ToolBase<TCallInput, TValue, 'read' | 'mutation', [context?: CallContext]>
+  | JobTool<TCallInput, TValue, [context?: CallContext]>;
+
+/**
+ * A tool wrapped by the ledger. `call` returns the value; `invoke` also says how it was obtained. The kind decides
+ * the shape: mutations and jobs need a key, and only jobs have `getJob`.
+ */
+export type LedgerTool<TCallInput, TValue, TKind extends ToolKind = ToolKind> = ToolKind extends TKind
+  ? AnyTool<TCallInput, TValue>
+  : TKind extends 'job'
+    ? JobTool<TCallInput, TValue>
+    : ToolBase<TCallInput, TValue, TKind>;
 
 /** Turns a check that throws into the refusal it stands for. */
 function refuseIf(reason: RejectedReason, check: () => void): Refusal | undefined {
@@ -194,7 +223,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
           waitedMs: facts.waitedMs ?? 0,
           completedAt: end.completedAt,
           jobId: row?.job_id ?? undefined,
-          originalSpan: end.outcome === 'replayed' && row ? spanOf(row) : undefined,
+          originalSpan: end.outcome !== 'executed' && row ? spanOf(row) : undefined,
         };
       }),
     );
@@ -209,19 +238,19 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     input: tool.input,
     invoke,
     call: async (input: unknown, context?: CallContext) => (await invoke(input, context)).value,
-    async getJob(jobId: string, context: Pick<CallContext, 'tenant'> = {}): Promise<JobStatus | undefined> {
-      runtime.assertOpen(name);
-      if (kind !== 'job') {
-        throw new ToolLedgerError(
-          'CONFIG_INVALID',
-          `Tool "${name}" is a ${kind}, not a job; getJob is only for kind 'job'.`,
-        );
-      }
-      const tenant = context.tenant ?? 'default';
-      assertStorableId(tenant, 'tenant', name);
-      if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 255) return undefined;
-      const row = await store.findJob(tenant, name, jobId);
-      return row ? jobStatusOf(row) : undefined;
-    },
-  }) as LedgerTool<CallInputOf<TSchema>, unknown>;
+    ...(kind === 'job'
+      ? {
+          async getJob(jobId: string, lookup: JobLookup = {}): Promise<JobStatus | undefined> {
+            runtime.assertOpen(name);
+            const tenant = lookup.tenant ?? 'default';
+            assertStorableId(tenant, 'tenant', name);
+            if (lookup.user !== undefined) assertStorableId(lookup.user, 'user', name);
+            if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 255) return undefined;
+            const row = await store.findJob(tenant, name, jobId);
+            // Another user's job is reported as absent, like a retry with their key: nothing of it is revealed.
+            return row && row.user_id === (lookup.user ?? null) ? jobStatusOf(row) : undefined;
+          },
+        }
+      : {}),
+  }) as unknown as LedgerTool<CallInputOf<TSchema>, unknown>;
 }

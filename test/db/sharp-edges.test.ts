@@ -34,4 +34,19 @@ describe('sharp edges', () => {
     expect(reasons).toEqual(['context_invalid', 'context_invalid']);
     expect(await backend.sql(`SELECT 1 FROM "${ledger.schema}".tool_runs`)).toEqual([]);
   });
+
+  it("reads a job's status only for the user it ran for", async () => {
+    // Prepare
+    const ledger = await backend.open();
+    const job = ledger.tool({ name: 'edge_job', kind: 'job', handler: () => ({ file: 'x.csv' }) });
+    const first = await job.call({}, { key: 'k-job', user: 'alice', tenant: 'acme' });
+
+    // Act
+    const forAlice = () => job.getJob(first.jobId, { tenant: 'acme', user: 'alice' });
+
+    // Assess
+    await expect.poll(async () => (await forAlice())?.status).toBe('succeeded');
+    expect(await job.getJob(first.jobId, { tenant: 'acme', user: 'mallory' })).toBeUndefined();
+    expect(await job.getJob(first.jobId, { tenant: 'acme' })).toBeUndefined();
+  });
 });
