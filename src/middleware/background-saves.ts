@@ -12,6 +12,8 @@ export interface BackgroundSaveLimits {
 }
 
 interface Entry {
+  /** The call's tenant, tool and key (`LostClaims.key`). */
+  readonly key: string;
   readonly completion: Completion;
   readonly tool: string;
   readonly bytes: number;
@@ -59,7 +61,7 @@ export class BackgroundSaves {
    * Keeps `completion` to save later. False when the limits leave no room for it: the caller must be told the
    * outcome was not kept. Returns the loop's promise on the first entry, for `close()` to wait on.
    */
-  offer(tool: string, completion: Completion, track: (work: Promise<void>) => void): boolean {
+  offer(tool: string, key: string, completion: Completion, track: (work: Promise<void>) => void): boolean {
     const bytes =
       Buffer.byteLength(completion.resultJson ?? '') +
       (completion.error ? Buffer.byteLength(JSON.stringify(completion.error)) : 0);
@@ -70,7 +72,7 @@ export class BackgroundSaves {
     ) {
       return false;
     }
-    this.#entries.push({ completion, tool, bytes, untilMs: Date.now() + KEEP_MS });
+    this.#entries.push({ key, completion, tool, bytes, untilMs: Date.now() + KEEP_MS });
     this.#bytes += bytes;
     this.#changed(tool, 1);
     if (!this.#loop) {
@@ -82,6 +84,19 @@ export class BackgroundSaves {
     return true;
   }
 
+  /**
+   * Saves this key's kept outcome now, before a call from this process claims the key: otherwise, once the lease
+   * lapsed, the claim would take the key over and run the handler again while its outcome sits here. Throws
+   * (the database is still down) when the save fails; the entry stays for the next try.
+   */
+  async flush(key: string): Promise<void> {
+    if (this.#entries.length === 0) return;
+    const entry = this.#entries.find((e) => e.key === key);
+    if (!entry) return;
+    await this.#store.complete(entry.completion, () => {});
+    this.#drop(entry);
+  }
+
   /** Stops sending: what is still kept is dropped (its lease lapses and a later retry decides). */
   stop(): void {
     this.#stopped = true;
@@ -91,7 +106,8 @@ export class BackgroundSaves {
 
   #drop(entry: Entry): void {
     const index = this.#entries.indexOf(entry);
-    if (index >= 0) this.#entries.splice(index, 1);
+    if (index < 0) return;
+    this.#entries.splice(index, 1);
     this.#bytes -= entry.bytes;
     this.#changed(entry.tool, -1);
   }

@@ -7,6 +7,7 @@ import type { Completion } from '../ledger/store.js';
 import type { CallFacts } from './facts.js';
 import { toStoredError } from './failures.js';
 import { holdLease } from './lease.js';
+import { LostClaims } from './lost-claims.js';
 import type { LedgerRuntime } from './runtime.js';
 
 export interface ExecutorSettings {
@@ -73,8 +74,8 @@ export function createExecutor(settings: ExecutorSettings): Execute {
    * instead of running the handler again; the fence still refuses it if another caller took the key over. False
    * when the limits on kept outcomes leave no room.
    */
-  const saveLater = (completion: Completion): boolean =>
-    runtime.saves.offer(name, completion, (work) => void runtime.track(work));
+  const saveLater = (key: string, completion: Completion): boolean =>
+    runtime.saves.offer(name, key, completion, (work) => void runtime.track(work));
 
   const resultNotSaved = (error: unknown) => {
     // The store's own message says nothing was decided, which stopped being true when the handler ran.
@@ -138,6 +139,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
         facts.executionSeconds = (performance.now() - started) / 1000;
       }
     };
+    const savesKey = LostClaims.key(tenant, name, context.key as string);
     const recordFailure = async (error: unknown, final: boolean) => {
       const completion: Completion = {
         ...base,
@@ -151,7 +153,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       } catch {
         // The caller gets the handler's own error either way; saving it later keeps a final failure from being
         // retried by the next call with this key.
-        saveLater(completion);
+        saveLater(savesKey, completion);
       }
     };
 
@@ -210,7 +212,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       try {
         completedAt = await complete(completion, scope);
       } catch (error) {
-        if (!saveLater(completion)) throw resultNotKept(error);
+        if (!saveLater(savesKey, completion)) throw resultNotKept(error);
         throw resultNotSaved(error);
       }
       if (!completedAt) throw leaseLost();

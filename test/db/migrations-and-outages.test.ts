@@ -190,6 +190,24 @@ describe('a database that fails while saving a result', () => {
     await pool.end();
   });
 
+  it('saves a kept result before a retry from this process could take over its lapsed lease', async () => {
+    const { state, tool, close } = await ledgerThatLosesItsDatabase(() => ({ chargeId: 'ch_5' }), {
+      leaseSeconds: 0.2,
+    });
+    state.completionsDown = true;
+    await expect(tool.call({}, { key: 'charge-5' })).rejects.toMatchObject({ code: 'LEDGER_UNAVAILABLE' });
+    state.down = false;
+    // The lease lapses while the result cannot be saved.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    state.completionsDown = false;
+    expect(await tool.invoke({}, { key: 'charge-5' })).toMatchObject({
+      outcome: 'replayed',
+      value: { chargeId: 'ch_5' },
+    });
+    expect(state.runs).toBe(1);
+    await close();
+  });
+
   it('keeps no more than maxUnsavedResults, and tells the caller plainly when one was not kept', async () => {
     const { state, tool, runs, close } = await ledgerThatLosesItsDatabase(() => ({ chargeId: 'ch_3' }), {
       maxUnsavedResults: 1,

@@ -138,3 +138,32 @@ describe('LISTEN', () => {
     expect(crashes).toBe(0);
   });
 });
+
+describe('close() on a silently dead network', () => {
+  it('returns within timeoutSeconds + connectTimeoutSeconds + queryTimeoutSeconds, and the calls settle typed', async () => {
+    const { ledger, tool } = await transactionalLedger();
+    await tool.call({}, { key: 'warm' });
+    proxy.mode = 'blackhole';
+    try {
+      const calls = Array.from({ length: 4 }, (_, i) =>
+        tool.call({}, { key: `dark-${i}` }).then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The stated bound (close timeout 0.5 s, connect 1 s, query 2 s) plus slack for a loaded machine.
+      const boundMs = (0.5 + 1 + 2 + 2) * 1000;
+      const closed = await Promise.race([
+        ledger.close({ timeoutSeconds: 0.5 }).then(() => 'closed'),
+        new Promise((resolve) => setTimeout(() => resolve('hung'), boundMs)),
+      ]);
+      expect(closed).toBe('closed');
+      for (const error of await Promise.all(calls)) {
+        expect(error).toBeInstanceOf(ToolLedgerError);
+      }
+    } finally {
+      proxy.mode = 'pass';
+    }
+  });
+});

@@ -44,7 +44,7 @@ export const HANDLER_MS = 30;
 
 /**
  * The worst-case time to an answer, as docs/ledger.md states it:
- * waitSeconds + 9 × (connectTimeoutSeconds + queryTimeoutSeconds) + handler time + 0.3 s.
+ * waitSeconds + 10 × (connectTimeoutSeconds + queryTimeoutSeconds) + handler time + 0.3 s.
  */
 export function worstCaseSeconds(options: {
   waitSeconds: number;
@@ -54,7 +54,7 @@ export function worstCaseSeconds(options: {
 }): number {
   return (
     options.waitSeconds +
-    9 * (options.connectTimeoutSeconds + options.queryTimeoutSeconds) +
+    10 * (options.connectTimeoutSeconds + options.queryTimeoutSeconds) +
     options.handlerSeconds +
     0.3
   );

