@@ -147,3 +147,59 @@ describe.each(CASES)('MCP SDK $line over $transport', ({ line, transport, networ
     });
   });
 });
+
+describe.each(['1.x', '2.x'] as const)('outputSchema on MCP SDK %s', (line) => {
+  it('publishes the output validator as outputSchema and refuses a value that breaks it', async () => {
+    const { InMemoryTransport: MemoryV1 } = await import('@modelcontextprotocol/sdk/inMemory.js');
+    const { McpServer: ServerV1 } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+    const { InMemoryTransport: MemoryV2, McpServer: ServerV2 } = await import('@modelcontextprotocol/server');
+    const z = await import('zod');
+    const { registerMcpTool } = await import('../../src/integrations/mcp/index.js');
+    const ledger = await createLedger({ pglite: 'memory://', telemetry: false });
+    const quote = ledger.tool({
+      name: 'quote',
+      kind: 'mutation',
+      input: z.object({ cents: z.number() }),
+      // A negative amount stands for a handler that breaks its promise.
+      handler: async ({ cents }) => ({ totalCents: cents, currency: cents < 0 ? 7 : 'EUR' }),
+    });
+    const output = z.object({ totalCents: z.number(), currency: z.string() });
+    let client: AnyClient;
+    if (line === '1.x') {
+      const server = new ServerV1({ name: 'o', version: '1' });
+      registerMcpTool(server, quote, { output });
+      const [a, b] = MemoryV1.createLinkedPair();
+      await server.connect(b);
+      client = new ClientV1({ name: 't', version: '1' });
+      await client.connect(a);
+    } else {
+      const server = new ServerV2({ name: 'o', version: '1' });
+      registerMcpTool(server, quote, { output });
+      const [a, b] = MemoryV2.createLinkedPair();
+      await server.connect(b);
+      client = new ClientV2({ name: 't', version: '1' });
+      await client.connect(a);
+    }
+    const { tools } = await (client as ClientV1).listTools();
+    expect(tools[0]!.outputSchema).toMatchObject({
+      type: 'object',
+      properties: { totalCents: { type: 'number' }, currency: { type: 'string' } },
+      required: ['totalCents', 'currency'],
+    });
+    const good = (await (client as ClientV1).callTool({
+      name: 'quote',
+      arguments: { cents: 5, idempotency_key: 'q-1' },
+    })) as Result;
+    expect(good.structuredContent).toEqual({ totalCents: 5, currency: 'EUR' });
+    const bad = (await (client as ClientV1).callTool({
+      name: 'quote',
+      arguments: { cents: -1, idempotency_key: 'q-2' },
+    })) as Result & { isError?: boolean };
+    expect(bad.isError).toBe(true);
+    expect(bad._meta?.[MCP_ERROR_META_KEY]).toMatchObject({ code: 'RESULT_INVALID' });
+    // No structuredContent on errors of a tool with an outputSchema: clients check it against the schema.
+    expect(bad.structuredContent).toBeUndefined();
+    await client.close();
+    await ledger.close();
+  });
+});

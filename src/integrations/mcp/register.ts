@@ -83,11 +83,17 @@ function callMeta(report: InvokeReport<unknown>): Record<string, unknown> {
 }
 
 /** A tool error result: text for the model, the stable code for programs. */
-export function mcpErrorResult(error: ToolLedgerError, subject: TextSubject): McpToolResult {
+export function mcpErrorResult(
+  error: ToolLedgerError,
+  subject: TextSubject,
+  options: { readonly structured: boolean } = { structured: true },
+): McpToolResult {
   return {
     isError: true,
     content: [{ type: 'text', text: errorText(error, subject) }],
-    structuredContent: { error: errorPayload(error) },
+    // Clients check structuredContent against a tool's outputSchema even on errors (SDK 1.x does), so a tool
+    // with one keeps the error to the text and _meta.
+    ...(options.structured ? { structuredContent: { error: errorPayload(error) } } : {}),
     _meta: {
       [MCP_ERROR_META_KEY]: {
         code: error.code,
@@ -251,7 +257,8 @@ export function registerMcpTool<TServer extends McpServerLike>(
         );
         return await answer(report);
       } catch (error) {
-        if (error instanceof ToolLedgerError) return mcpErrorResult(error, subject);
+        if (error instanceof ToolLedgerError)
+          return mcpErrorResult(error, subject, { structured: outputSchema === undefined });
         throw error;
       }
     },
