@@ -93,7 +93,7 @@ describe('examples/mcp-server over stdio', () => {
 
   it('runs an export job and reports it through start_export_status', async () => {
     const started = await call('start_export', { format: 'csv', idempotency_key: 'ex-export-1' });
-    const { jobId } = started.structuredContent as { jobId: string };
+    const { job_id: jobId } = started.structuredContent as { job_id: string };
     let status: Record<string, unknown> = {};
     for (let i = 0; i < 100; i++) {
       status = (await call('start_export_status', { job_id: jobId })).structuredContent as Record<
