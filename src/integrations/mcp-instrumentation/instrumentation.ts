@@ -19,6 +19,7 @@ import type { ToolLedgerMcpInstrumentationConfig } from './types.js';
 
 const INSTRUMENTATION_NAME = 'tool-ledger/mcp-instrumentation';
 const SUPPORTED_VERSIONS = ['>=1.10.0 <2'];
+const SUPPORTED_V2_VERSIONS = ['>=2.0.0 <3'];
 // The same relative path from src/ (tests) and dist/ (the package) reaches the package root.
 const VERSION: string = createRequire(import.meta.url)('../../../package.json').version;
 
@@ -142,6 +143,13 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
             unpatch,
           ),
         ],
+      ),
+      // SDK 2.x has a real root entry that exports McpServer, so the root module is the one to patch.
+      new InstrumentationNodeModuleDefinition(
+        '@modelcontextprotocol/server',
+        SUPPORTED_V2_VERSIONS,
+        patch,
+        unpatch,
       ),
     ];
   }
