@@ -1,15 +1,24 @@
 import pg from 'pg';
+import { type DeriveKeyInput, deriveKey } from '../contract/derive-key.js';
 import { type PgPoolLike, pgDriver } from '../ledger/drivers/pg.js';
 import { applyMigrations } from '../ledger/migrate.js';
 import { LATEST_VERSION, migrationScript } from '../ledger/migrations.js';
-import { countExpiredSql, purgeExpiredBatchSql, runsTable } from '../ledger/sql.js';
+import { countExpiredSql, forgottenTable, purgeExpiredBatchSql, runsTable } from '../ledger/sql.js';
 import { hashKey } from '../telemetry/key-hash.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
 import { type Connection, connect, type Db, requireLedgerTable } from './db.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
 import { fields, formatDuration, formatTime, indent, jaegerTraceUrl, table } from './format.js';
+import { type KeyForm, keyCell, keyForm } from './key-display.js';
 import { scrubText, scrubValue } from './scrub.js';
-import { inspectRunSql, listRunsSql, statsSql } from './sql.js';
+import {
+  forgetKeySql,
+  forgottenTableExistsSql,
+  listRunsSql,
+  runsByJobSql,
+  runsByKeySql,
+  statsSql,
+} from './sql.js';
 
 export interface Io {
   readonly out: (text: string) => void;
@@ -129,45 +138,78 @@ function scrubStoredError(error: Record<string, unknown> | null): unknown {
   };
 }
 
+/** How `inspect` finds runs: one full key, a key in any tenant and tool, or a background job id. */
+export type InspectLookup =
+  | { readonly by: 'key'; readonly key: string; readonly tenant?: string; readonly tool?: string }
+  | { readonly by: 'job'; readonly jobId: string; readonly tenant?: string; readonly tool?: string };
+
+function describeLookup(lookup: InspectLookup): string {
+  const scope = `${lookup.tenant === undefined ? '' : `tenant "${lookup.tenant}", `}${
+    lookup.tool === undefined ? '' : `tool "${lookup.tool}", `
+  }`;
+  return lookup.by === 'key' ? `${scope}key "${lookup.key}"` : `${scope}job "${lookup.jobId}"`;
+}
+
 export async function inspectCommand(
   io: Io,
   opts: {
-    tenant: string;
-    tool: string;
-    key: string;
+    lookup: InspectLookup;
     json: boolean;
     jaegerUrl: string;
     connection: Connection;
   },
 ): Promise<number> {
-  const row = await withDb(opts.connection, async (db) => {
-    await requireLedgerTable(db, opts.connection.schema);
-    const [found] = await db.query<InspectRow>(inspectRunSql(opts.connection.schema), [
-      opts.tenant,
-      opts.tool,
-      opts.key,
+  const { lookup } = opts;
+  const schema = opts.connection.schema;
+  const rows = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, schema);
+    const sql = lookup.by === 'key' ? runsByKeySql(schema) : runsByJobSql(schema);
+    return db.query<InspectRow>(sql, [
+      lookup.by === 'key' ? lookup.key : lookup.jobId,
+      lookup.tenant ?? null,
+      lookup.tool ?? null,
     ]);
-    return found;
   });
-  if (!row) {
+  if (rows.length === 0) {
     throw new CliError(
-      `No run for tenant "${opts.tenant}", tool "${opts.tool}", key "${opts.key}" in schema "${opts.connection.schema}". ` +
+      `No run for ${describeLookup(lookup)} in schema "${schema}". ` +
         'It was never claimed, was rejected before reaching the ledger, or expired and was purged.',
       EXIT.NOT_FOUND,
     );
   }
+  const secret = io.env[KEY_HASH_SECRET_ENV];
+  // Support typed a key, so it is shown as given; a key found through its job is shown the way telemetry shows it.
+  const showKey = (key: string) => (lookup.by === 'key' ? { key, keyHash: null } : keyForm(key, secret));
+  const runs = rows.map((row) => describeRun(row, showKey(row.idempotency_key), opts.jaegerUrl, schema));
+  // One full key names at most one run: scripts get that run itself, as before.
+  const single = lookup.by === 'key' && lookup.tenant !== undefined && lookup.tool !== undefined;
+  print(io, opts.json, single ? runs[0]?.data : { schema, runs: runs.map((r) => r.data) }, () =>
+    runs.length === 1
+      ? (runs[0]?.text ?? '')
+      : [`${runs.length} runs match ${describeLookup(lookup)}:`, ...runs.map((r) => r.text)].join('\n\n'),
+  );
+  return EXIT.OK;
+}
+
+function describeRun(
+  row: InspectRow,
+  shownKey: KeyForm,
+  jaegerUrl: string,
+  schema: string,
+): { data: Record<string, unknown>; text: string } {
   const expired =
     row.expires_at.getTime() <= row.db_now.getTime() && !(row.status === 'in_progress' && !row.lease_lapsed);
-  const jaeger = row.trace_id ? jaegerTraceUrl(opts.jaegerUrl, row.trace_id) : null;
+  const jaeger = row.trace_id ? jaegerTraceUrl(jaegerUrl, row.trace_id) : null;
   const result = scrubValue(row.result_json);
-  // Support typed the key, so it is shown as given; the user id came from the caller and may be an email.
+  // The user id came from the caller and may be an email.
   const user = row.user_id === null ? null : scrubText(row.user_id);
   const error = scrubStoredError(row.error_json);
   const data = {
     id: row.id,
     tenant: row.tenant_id,
     tool: row.tool_name,
-    key: row.idempotency_key,
+    key: shownKey.key,
+    ...(shownKey.key === null ? { keyHash: shownKey.keyHash } : {}),
     user,
     status: row.status,
     final: row.final,
@@ -191,52 +233,49 @@ export async function inspectCommand(
     spanId: row.span_id,
     jaegerUrl: jaeger,
   };
-  print(io, opts.json, data, () => {
-    let lease = '-';
-    if (row.status === 'in_progress' && row.lease_expires_at) {
-      const lapsedFor = (row.db_now.getTime() - row.lease_expires_at.getTime()) / 1000;
-      lease = row.lease_lapsed
-        ? `LAPSED ${formatDuration(lapsedFor)} ago (was held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}): stuck; the next duplicate call takes it over`
-        : `held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}`;
-    }
-    const status = `${row.status}${row.status === 'failed' ? (row.final ? ' (final)' : ' (retryable)') : ''}${
-      expired ? ' (expired: the key counts as new)' : ''
-    }`;
-    const lines = [
-      `Run ${row.id} in ${runsTable(opts.connection.schema)}`,
-      fields([
-        ['tenant', row.tenant_id],
-        ['tool', row.tool_name],
-        ['key', row.idempotency_key],
-        ['user', user ?? '-'],
-        ['status', status],
-        ['attempt', String(row.attempt)],
-        ['parameter hash', row.parameter_hash],
-        ['job id', row.job_id ?? '-'],
-        ['lease', lease],
-        ['created', formatTime(row.created_at)],
-        ['started', formatTime(row.started_at)],
-        ['updated', formatTime(row.updated_at)],
-        ['completed', formatTime(row.completed_at)],
-        ['expires', formatTime(row.expires_at)],
-        [
-          'conflicts',
-          row.conflict_count > 0 ? `${row.conflict_count} (last ${formatTime(row.last_conflict_at)})` : '0',
-        ],
-        ['trace id', row.trace_id ?? '- (telemetry was off for this call)'],
-        ['span id', row.span_id ?? '-'],
-        ['jaeger', jaeger ?? '-'],
-      ]),
-    ];
-    if (row.result_json !== null && row.result_json !== undefined) {
-      lines.push('result (scrubbed):', indent(JSON.stringify(result, null, 2)));
-    }
-    if (row.error_json !== null && row.error_json !== undefined) {
-      lines.push('error (scrubbed):', indent(JSON.stringify(error, null, 2)));
-    }
-    return lines.join('\n');
-  });
-  return EXIT.OK;
+  let lease = '-';
+  if (row.status === 'in_progress' && row.lease_expires_at) {
+    const lapsedFor = (row.db_now.getTime() - row.lease_expires_at.getTime()) / 1000;
+    lease = row.lease_lapsed
+      ? `LAPSED ${formatDuration(lapsedFor)} ago (was held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}): stuck; the next duplicate call takes it over`
+      : `held by ${row.lease_owner ?? '?'} until ${formatTime(row.lease_expires_at)}`;
+  }
+  const status = `${row.status}${row.status === 'failed' ? (row.final ? ' (final)' : ' (retryable)') : ''}${
+    expired ? ' (expired: the key counts as new)' : ''
+  }`;
+  const lines = [
+    `Run ${row.id} in ${runsTable(schema)}`,
+    fields([
+      ['tenant', row.tenant_id],
+      ['tool', row.tool_name],
+      ['key', keyCell(shownKey)],
+      ['user', user ?? '-'],
+      ['status', status],
+      ['attempt', String(row.attempt)],
+      ['parameter hash', row.parameter_hash],
+      ['job id', row.job_id ?? '-'],
+      ['lease', lease],
+      ['created', formatTime(row.created_at)],
+      ['started', formatTime(row.started_at)],
+      ['updated', formatTime(row.updated_at)],
+      ['completed', formatTime(row.completed_at)],
+      ['expires', formatTime(row.expires_at)],
+      [
+        'conflicts',
+        row.conflict_count > 0 ? `${row.conflict_count} (last ${formatTime(row.last_conflict_at)})` : '0',
+      ],
+      ['trace id', row.trace_id ?? '- (telemetry was off for this call)'],
+      ['span id', row.span_id ?? '-'],
+      ['jaeger', jaeger ?? '-'],
+    ]),
+  ];
+  if (row.result_json !== null && row.result_json !== undefined) {
+    lines.push('result (scrubbed):', indent(JSON.stringify(result, null, 2)));
+  }
+  if (row.error_json !== null && row.error_json !== undefined) {
+    lines.push('error (scrubbed):', indent(JSON.stringify(error, null, 2)));
+  }
+  return { data, text: lines.join('\n') };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -284,11 +323,13 @@ export async function listCommand(
       opts.limit,
     ]);
   });
+  const secret = io.env[KEY_HASH_SECRET_ENV];
   const runs = rows.map((r) => ({
     id: r.id,
     tenant: r.tenant_id,
     tool: r.tool_name,
-    key: r.idempotency_key,
+    // A listing is read over shoulders and pasted into tickets: keys appear only as telemetry would show them.
+    ...keyForm(r.idempotency_key, secret),
     status: r.status,
     attempt: r.attempt,
     leaseOwner: r.lease_owner,
@@ -322,7 +363,7 @@ export async function listCommand(
         runs.map((r) => [
           r.tenant,
           r.tool,
-          r.key,
+          keyCell(r),
           String(r.attempt),
           r.leaseOwner ?? '-',
           opts.status === 'in_progress'
@@ -383,16 +424,18 @@ export async function purgeCommand(
 
 // ---------------------------------------------------------------------------------------------------------------
 
-export async function hashKeyCommand(io: Io, opts: { key: string; json: boolean }): Promise<number> {
+/** Where `hash-key` reads the raw key: argv is readable by every local user through ps, so it never comes from there. */
+export const RAW_KEY_ENV = 'TOOL_LEDGER_RAW_KEY' as const;
+
+export async function hashKeyCommand(io: Io, opts: { json: boolean }): Promise<number> {
   const secret = io.env[KEY_HASH_SECRET_ENV];
   if (!secret) {
     throw new CliError(
       `${KEY_HASH_SECRET_ENV} is not set. Export the same secret the service uses, then run hash-key again.`,
     );
   }
-  let key = opts.key;
-  if (key === '-') key = (await io.readStdin()).replace(/\r?\n$/, '');
-  if (key === '') throw usageError('hash-key needs a non-empty key.');
+  const key = io.env[RAW_KEY_ENV] ?? (await io.readStdin()).replace(/\r?\n$/, '');
+  if (key === '') throw usageError(`hash-key needs a non-empty key on standard input or in ${RAW_KEY_ENV}.`);
   const hash = hashKey(key, secret);
   const tag = `${ATTR.IDEMPOTENCY_KEY_HASH}=${hash}`;
   if (opts.json) {
@@ -402,6 +445,110 @@ export async function hashKeyCommand(io: Io, opts: { key: string; json: boolean 
     io.out(hash);
     io.err(`Search Jaeger by tag: ${tag}`);
   }
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export async function deriveKeyCommand(
+  io: Io,
+  opts: { input: DeriveKeyInput; json: boolean },
+): Promise<number> {
+  let key: string;
+  try {
+    key = deriveKey(opts.input);
+  } catch (error) {
+    throw usageError(error instanceof Error ? error.message : String(error));
+  }
+  print(io, opts.json, { key }, () => key);
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+interface ForgottenRow {
+  run_id: string;
+  tenant_id: string;
+  tool_name: string;
+  forgotten_at: Date;
+}
+
+export async function forgetCommand(
+  io: Io,
+  opts: {
+    key: string;
+    tenant: string | undefined;
+    tool: string | undefined;
+    yes: boolean;
+    by: string;
+    reason: string | undefined;
+    json: boolean;
+    connection: Connection;
+  },
+): Promise<number> {
+  const { schema } = opts.connection;
+  const lookup: InspectLookup = {
+    by: 'key',
+    key: opts.key,
+    ...(opts.tenant === undefined ? {} : { tenant: opts.tenant }),
+    ...(opts.tool === undefined ? {} : { tool: opts.tool }),
+  };
+  const form = keyForm(opts.key, io.env[KEY_HASH_SECRET_ENV]);
+  const recorded =
+    form.key !== null
+      ? { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key }
+      : form.keyHash !== null
+        ? { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash }
+        : null;
+  const outcome = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, schema);
+    const params = [opts.key, opts.tenant ?? null, opts.tool ?? null];
+    if (!opts.yes) {
+      const rows = await db.query<InspectRow>(runsByKeySql(schema), params);
+      return rows.map((r) => ({ runId: r.id, tenant: r.tenant_id, tool: r.tool_name, forgottenAt: null }));
+    }
+    const [audit] = await db.query<{ exists: boolean }>(forgottenTableExistsSql, [schema]);
+    if (!audit?.exists) {
+      throw new CliError(
+        `Schema "${schema}" has no forget audit table yet. Run \`tool-ledger migrate --schema ${schema}\`, then forget again.`,
+      );
+    }
+    if (recorded === null) {
+      throw new CliError(
+        `This key may hold personal data, so the audit records only its HMAC: set ${KEY_HASH_SECRET_ENV} (the service's secret), then forget again.`,
+      );
+    }
+    const rows = await db.query<ForgottenRow>(forgetKeySql(schema), [
+      ...params,
+      recorded.attribute,
+      recorded.value,
+      opts.by,
+      opts.reason ?? null,
+    ]);
+    return rows.map((r) => ({
+      runId: r.run_id,
+      tenant: r.tenant_id,
+      tool: r.tool_name,
+      forgottenAt: r.forgotten_at,
+    }));
+  });
+  const runs = outcome.map((r) => ({ ...r, ...form }));
+  print(
+    io,
+    opts.json,
+    { schema, dryRun: !opts.yes, by: opts.by, reason: opts.reason ?? null, recordedKey: recorded, runs },
+    () => {
+      if (runs.length === 0)
+        return `No run for ${describeLookup(lookup)} in schema "${schema}": nothing to forget.`;
+      const body = table(
+        ['RUN', 'TENANT', 'TOOL', 'KEY'],
+        runs.map((r) => [r.runId, r.tenant, r.tool, keyCell(r)]),
+      );
+      return opts.yes
+        ? `Forgot ${runs.length} run${runs.length > 1 ? 's' : ''} (recorded in ${forgottenTable(schema)} as forgotten by ${opts.by}):\n${body}`
+        : `${runs.length} run${runs.length > 1 ? 's' : ''} would be forgotten (dry run: nothing deleted; pass --yes to delete):\n${body}`;
+    },
+  );
   return EXIT.OK;
 }
 

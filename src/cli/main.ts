@@ -1,14 +1,19 @@
 #!/usr/bin/env node
 import { readFileSync, realpathSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import type { DeriveKeyInput } from '../contract/derive-key.js';
 import {
+  deriveKeyCommand,
+  forgetCommand,
   hashKeyCommand,
   type Io,
   inspectCommand,
   listCommand,
   migrateCommand,
   purgeCommand,
+  RAW_KEY_ENV,
   STATUSES,
   statsCommand,
 } from './commands.js';
@@ -21,13 +26,23 @@ Usage: tool-ledger <command> [options]
 
 Commands
   migrate [--print-sql]                       Apply pending migrations (or print the SQL for a DBA)
-  inspect --tenant T --tool N --key K         Show one run: status, attempts, timestamps, parameter hash,
+  inspect --key K [--tenant T] [--tool N]     Show every run with key K (in any tenant and tool unless
+                                              narrowed): status, attempts, timestamps, parameter hash,
                                               scrubbed result or error, trace id and Jaeger link
+  inspect --job ID [--tenant T] [--tool N]    Show the run of a background job
   list [--status S] [--stale]                 List runs by status (default in_progress); --stale keeps only
                                               in_progress runs whose lease has lapsed (stuck)
   purge --expired [--dry-run]                 Delete rows past their TTL in batches, progress on stderr
-  hash-key K                                  Print the telemetry HMAC of a raw key (K = - reads stdin);
-                                              needs TOOL_LEDGER_KEY_HASH_SECRET
+  hash-key                                    Print the telemetry HMAC of a raw key read from stdin or
+                                              $TOOL_LEDGER_RAW_KEY (never argv: ps shows it); needs
+                                              TOOL_LEDGER_KEY_HASH_SECRET
+  derive-key --run-id R [--tool-call-id C] [--tool N] [--step S | --step-index I] [--instruction JSON|-]
+                                              Print the key deriveKey() gives for these inputs
+                                              (--instruction - reads the JSON from stdin)
+  forget --key K [--tenant T] [--tool N] [--yes] [--by WHO] [--reason TEXT]
+                                              List the runs with key K that would be deleted (dry run);
+                                              --yes deletes them and records who, when and why
+                                              (key as HMAC) in tool_runs_forgotten
   stats [--tenant T]                          Count runs by tool and status, with stale and expired rows
   help                                        Show this text
   --version                                   Print the installed version
@@ -38,9 +53,9 @@ Options
   --schema NAME        Schema holding the ledger (default: tool_ledger)
   --json               Machine-readable output on stdout
   --jaeger-url URL     Jaeger UI base for trace links (default: http://localhost:16686)
-  --tenant T           inspect: required; list, stats: filter
-  --tool N             inspect: required; list: filter
-  --key K              inspect: the idempotency key
+  --tenant T           inspect, forget, list, stats: filter
+  --tool N             inspect, forget, list: filter
+  --key K              inspect, forget: the idempotency key
   --limit N            list: at most N rows (default 100)
   --batch-size N       purge: rows per DELETE (default 1000)
   -h, --help           Show this text
@@ -48,15 +63,23 @@ Options
 Exit codes
   0 ok   1 failed (database, missing secret)   2 bad command line   3 inspect found no run
 
+Keys not typed by you (list, inspect --job, forget) are shown as telemetry shows them: raw when safe, else
+hmac:<hash> (set TOOL_LEDGER_KEY_HASH_SECRET to the service's secret).
+
 Examples
   DATABASE_URL=postgres://app@db:5432/app tool-ledger migrate
   tool-ledger migrate --print-sql --schema billing_ledger > ledger.sql
   tool-ledger inspect --tenant acme --tool create_invoice --key order-1042
+  tool-ledger inspect --key order-1042
+  tool-ledger inspect --job job_7f3a
   tool-ledger list --status in_progress --stale --json | jq '.runs[].key'
   tool-ledger list --status failed --tool charge_card --limit 20
   tool-ledger purge --expired --dry-run
   tool-ledger purge --expired --batch-size 5000
-  echo -n 'maria@example.com' | TOOL_LEDGER_KEY_HASH_SECRET=... tool-ledger hash-key -
+  printf %s 'maria@example.com' | TOOL_LEDGER_KEY_HASH_SECRET=... tool-ledger hash-key
+  tool-ledger derive-key --run-id conv_81 --tool-call-id call_1 --tool create_invoice
+  tool-ledger forget --key maria@example.com --reason 'erasure request 88'          # dry run
+  tool-ledger forget --key maria@example.com --yes --by ana --reason 'erasure request 88'
   tool-ledger stats --tenant acme
 `;
 
@@ -73,6 +96,7 @@ const COMMAND_OPTIONS = {
     tenant: { type: 'string' },
     tool: { type: 'string' },
     key: { type: 'string' },
+    job: { type: 'string' },
     'jaeger-url': { type: 'string' },
   },
   list: {
@@ -89,6 +113,22 @@ const COMMAND_OPTIONS = {
     'batch-size': { type: 'string' },
   },
   'hash-key': {},
+  'derive-key': {
+    'run-id': { type: 'string' },
+    'tool-call-id': { type: 'string' },
+    tool: { type: 'string' },
+    step: { type: 'string' },
+    'step-index': { type: 'string' },
+    instruction: { type: 'string' },
+  },
+  forget: {
+    tenant: { type: 'string' },
+    tool: { type: 'string' },
+    key: { type: 'string' },
+    yes: { type: 'boolean', default: false },
+    by: { type: 'string' },
+    reason: { type: 'string' },
+  },
   stats: { tenant: { type: 'string' } },
   help: {},
 } as const satisfies Record<string, ParseArgsConfig['options']>;
@@ -167,15 +207,28 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
       }
       return migrateCommand(io, { printSql: flag('print-sql'), json, schema, connection });
     }
-    case 'inspect':
+    case 'inspect': {
+      const key = str('key');
+      const job = str('job');
+      if ((key === undefined) === (job === undefined)) {
+        throw usageError(
+          'inspect needs --key K or --job ID (one of them), optionally with --tenant and --tool.',
+        );
+      }
+      const scope = {
+        ...(str('tenant') === undefined ? {} : { tenant: required('inspect', 'tenant', str('tenant')) }),
+        ...(str('tool') === undefined ? {} : { tool: required('inspect', 'tool', str('tool')) }),
+      };
       return inspectCommand(io, {
-        tenant: required('inspect', 'tenant', str('tenant')),
-        tool: required('inspect', 'tool', str('tool')),
-        key: required('inspect', 'key', str('key')),
+        lookup:
+          key !== undefined
+            ? { by: 'key', key: required('inspect', 'key', key), ...scope }
+            : { by: 'job', jobId: required('inspect', 'job', job), ...scope },
         json,
         jaegerUrl,
         connection: connection(),
       });
+    }
     case 'list': {
       const status = str('status') ?? 'in_progress';
       if (!(STATUSES as readonly string[]).includes(status)) {
@@ -208,14 +261,71 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         connection: connection(),
       });
     case 'hash-key': {
-      const [key, ...extra] = parsed.positionals;
-      if (key === undefined) throw usageError('hash-key needs the raw key (or - to read it from stdin).');
-      if (extra.length > 0)
-        throw usageError('hash-key takes exactly one key; quote keys that contain spaces.');
-      return hashKeyCommand(io, { key, json });
+      const positional = parsed.positionals.filter((p) => p !== '-');
+      if (positional.length > 0) {
+        // Not echoed: the key may be an email, and this message may end up in a ticket.
+        throw usageError(
+          `hash-key does not take the key as an argument: every user of this machine can read argv in ps. Pipe it on standard input (printf %s "$KEY" | tool-ledger hash-key) or set ${RAW_KEY_ENV}.`,
+        );
+      }
+      return hashKeyCommand(io, { json });
     }
+    case 'derive-key':
+      return deriveKeyCommand(io, { input: await deriveKeyInput(str, io), json });
+    case 'forget':
+      return forgetCommand(io, {
+        key: required('forget', 'key', str('key')),
+        tenant: str('tenant'),
+        tool: str('tool'),
+        yes: flag('yes'),
+        by: str('by') ?? osUser(io.env),
+        reason: str('reason'),
+        json,
+        connection: connection(),
+      });
     case 'stats':
       return statsCommand(io, { tenant: str('tenant'), json, connection: connection() });
+  }
+}
+
+/** `derive-key`'s flags as `deriveKey`'s input; `--instruction -` reads the JSON from stdin, out of ps's sight. */
+async function deriveKeyInput(str: (name: string) => string | undefined, io: Io): Promise<DeriveKeyInput> {
+  const step = str('step');
+  const stepIndex = str('step-index');
+  if (step !== undefined && stepIndex !== undefined) {
+    throw usageError('derive-key takes --step (a name) or --step-index (a number), not both.');
+  }
+  let instruction: unknown;
+  const text = str('instruction');
+  if (text !== undefined) {
+    const source = text === '-' ? await io.readStdin() : text;
+    try {
+      instruction = JSON.parse(source);
+    } catch (error) {
+      throw usageError(
+        `--instruction must be JSON (the same value the runner passes to deriveKey): ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+  const index = stepIndex === undefined ? undefined : Number(stepIndex);
+  if (index !== undefined && (stepIndex?.trim() === '' || !Number.isFinite(index))) {
+    throw usageError(`--step-index must be a number, got ${JSON.stringify(stepIndex)}.`);
+  }
+  return {
+    runId: required('derive-key', 'run-id', str('run-id')),
+    toolCallId: str('tool-call-id'),
+    tool: str('tool'),
+    step: step ?? index,
+    ...(text === undefined ? {} : { instruction }),
+  };
+}
+
+/** Who ran `forget`, when --by is not given: the operating-system user. */
+function osUser(env: NodeJS.ProcessEnv): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return env.USER ?? env.LOGNAME ?? 'unknown';
   }
 }
 

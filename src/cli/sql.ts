@@ -1,4 +1,4 @@
-import { runsTable } from '../ledger/sql.js';
+import { forgottenTable, runsTable } from '../ledger/sql.js';
 
 /**
  * Read-only statements of the support CLI. They live apart from the ledger's hot-path SQL because they serve
@@ -10,12 +10,6 @@ const DETAIL_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, u
   attempt, lease_owner, lease_expires_at, result_json, error_json, job_id, trace_id, span_id, conflict_count,
   last_conflict_at, created_at, started_at, updated_at, completed_at, expires_at,
   (status = 'in_progress' AND lease_expires_at <= now()) AS lease_lapsed, now() AS db_now`;
-
-/** One run by its full key. $1 tenant, $2 tool, $3 key. */
-export function inspectRunSql(schema: string): string {
-  return `SELECT ${DETAIL_COLUMNS} FROM ${runsTable(schema)}
-WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text`;
-}
 
 /**
  * Runs by status, newest first. $1 status, $2 only lapsed leases, $3 tenant or null, $4 tool or null, $5 limit.
@@ -52,3 +46,38 @@ ORDER BY tool_name, status`;
 
 /** Whether the ledger table exists, so commands can say "run migrate" instead of a raw SQL error. $1 schema. */
 export const tableExistsSql = `SELECT to_regclass(format('%I.tool_runs', $1::text)) IS NOT NULL AS exists`;
+
+/**
+ * Every run with this key, in any tenant and tool unless narrowed: support often has only the key a customer
+ * quoted. $1 key, $2 tenant or null, $3 tool or null.
+ */
+export function runsByKeySql(schema: string): string {
+  return `SELECT ${DETAIL_COLUMNS} FROM ${runsTable(schema)}
+WHERE idempotency_key = $1::text AND ($2::text IS NULL OR tenant_id = $2::text) AND ($3::text IS NULL OR tool_name = $3::text)
+ORDER BY tenant_id, tool_name, id`;
+}
+
+/** Runs of one background job. $1 job id, $2 tenant or null, $3 tool or null. */
+export function runsByJobSql(schema: string): string {
+  return `SELECT ${DETAIL_COLUMNS} FROM ${runsTable(schema)}
+WHERE job_id = $1::text AND ($2::text IS NULL OR tenant_id = $2::text) AND ($3::text IS NULL OR tool_name = $3::text)
+ORDER BY tenant_id, tool_name, id`;
+}
+
+/**
+ * Deletes a key's runs and records each deletion in the audit table, in one statement so neither happens alone.
+ * $1 key, $2 tenant or null, $3 tool or null, $4 key attribute, $5 key value (telemetry form), $6 by, $7 reason.
+ */
+export function forgetKeySql(schema: string): string {
+  return `WITH gone AS (
+  DELETE FROM ${runsTable(schema)}
+  WHERE idempotency_key = $1::text AND ($2::text IS NULL OR tenant_id = $2::text) AND ($3::text IS NULL OR tool_name = $3::text)
+  RETURNING id, tenant_id, tool_name
+)
+INSERT INTO ${forgottenTable(schema)} (run_id, tenant_id, tool_name, key_attribute, key_value, forgotten_by, reason)
+SELECT id, tenant_id, tool_name, $4::text, $5::text, $6::text, $7::text FROM gone
+RETURNING run_id::text AS run_id, tenant_id, tool_name, forgotten_at`;
+}
+
+/** Whether the forget audit table exists (migration 3). $1 schema. */
+export const forgottenTableExistsSql = `SELECT to_regclass(format('%I.tool_runs_forgotten', $1::text)) IS NOT NULL AS exists`;

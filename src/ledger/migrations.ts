@@ -1,4 +1,4 @@
-import { quoteIdent, runsTable } from './sql.js';
+import { forgottenTable, quoteIdent, runsTable } from './sql.js';
 
 export interface Migration {
   readonly version: number;
@@ -53,6 +53,27 @@ COMMENT ON TABLE ${t} IS 'tool-ledger: one row per (tenant, tool, idempotency ke
     up: (schema) =>
       `ALTER TABLE ${runsTable(schema)} ADD COLUMN waiters boolean NOT NULL DEFAULT false;
 COMMENT ON COLUMN ${runsTable(schema)}.waiters IS 'tool-ledger: a duplicate waits on this run; its completion notifies'`,
+  },
+  {
+    version: 3,
+    name: 'tool_runs_forgotten',
+    // The key is kept in its telemetry form (raw only when safe to show, else its HMAC), so the audit of an
+    // erasure never holds the personal data it erased.
+    up: (schema) => {
+      const t = forgottenTable(schema);
+      return `CREATE TABLE ${t} (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  run_id bigint NOT NULL,
+  tenant_id text NOT NULL,
+  tool_name text NOT NULL,
+  key_attribute text NOT NULL CHECK (key_attribute IN ('tool_ledger.idempotency.key', 'tool_ledger.idempotency.key_hash')),
+  key_value text NOT NULL,
+  forgotten_by text NOT NULL,
+  forgotten_at timestamptz NOT NULL DEFAULT now(),
+  reason text
+);
+COMMENT ON TABLE ${t} IS 'tool-ledger: runs deleted by tool-ledger forget, with who, when and why'`;
+    },
   },
 ];
 

@@ -17,6 +17,11 @@ export function runsTable(schema: string): string {
   return `${quoteIdent(schema)}.tool_runs`;
 }
 
+/** The audit of `tool-ledger forget`: who deleted which key's runs, when and why. */
+export function forgottenTable(schema: string): string {
+  return `${quoteIdent(schema)}.tool_runs_forgotten`;
+}
+
 /** Columns every read returns, in the shape `RunRow` expects. */
 const RUN_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, final,
   attempt, lease_owner, lease_expires_at, result_json, error_json, job_id, trace_id, span_id, conflict_count,

@@ -1,8 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deriveKey } from '../../src/contract/derive-key.js';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
@@ -228,7 +230,7 @@ describe('tool-ledger CLI', () => {
       expect(run.jaegerUrl).toBe(`https://jaeger.example.net/trace/${run.traceId}`);
     });
 
-    it('exits 3 when there is no such run, and 2 when an option is missing', () => {
+    it('exits 3 when there is no such run, and 2 when neither --key nor --job is given', () => {
       const missing = cli([
         'inspect',
         '--schema',
@@ -244,7 +246,7 @@ describe('tool-ledger CLI', () => {
       expect(missing.stderr).toContain('No run for tenant "acme"');
       const usage = cli(['inspect', '--schema', schema, '--tenant', 'acme']);
       expect(usage.code).toBe(2);
-      expect(usage.stderr).toContain('inspect needs --tool');
+      expect(usage.stderr).toContain('inspect needs --key K or --job ID');
     });
   });
 
@@ -338,25 +340,37 @@ describe('tool-ledger CLI', () => {
   describe('hash-key', () => {
     const secret = 'support-secret';
 
-    it('prints the same HMAC telemetry emits, from an argument or stdin', () => {
-      const r = cli(['hash-key', 'maria.gonzalez@example.com'], {
+    it('prints the same HMAC telemetry emits, from stdin or the environment', () => {
+      const r = cli(['hash-key'], {
         env: { TOOL_LEDGER_KEY_HASH_SECRET: secret },
+        input: 'maria.gonzalez@example.com\n',
       });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout.trim()).toBe(hashKey('maria.gonzalez@example.com', secret));
       expect(r.stderr).toContain('tool_ledger.idempotency.key_hash=');
-      const fromStdin = cli(['hash-key', '-', '--json'], {
-        env: { TOOL_LEDGER_KEY_HASH_SECRET: secret },
-        input: 'maria.gonzalez@example.com\n',
+      const fromEnv = cli(['hash-key', '--json'], {
+        env: { TOOL_LEDGER_KEY_HASH_SECRET: secret, TOOL_LEDGER_RAW_KEY: 'maria.gonzalez@example.com' },
       });
-      expect(JSON.parse(fromStdin.stdout)).toMatchObject({
+      expect(JSON.parse(fromEnv.stdout)).toMatchObject({
         attribute: 'tool_ledger.idempotency.key_hash',
         hash: hashKey('maria.gonzalez@example.com', secret),
       });
+      const dash = cli(['hash-key', '-'], { env: { TOOL_LEDGER_KEY_HASH_SECRET: secret }, input: 'k' });
+      expect(dash.stdout.trim()).toBe(hashKey('k', secret));
+    });
+
+    it('refuses a raw key in argv (ps shows it) without echoing it', () => {
+      const r = cli(['hash-key', 'maria.gonzalez@example.com'], {
+        env: { TOOL_LEDGER_KEY_HASH_SECRET: secret },
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('standard input');
+      expect(r.stderr).toContain('TOOL_LEDGER_RAW_KEY');
+      expect(r.stdout + r.stderr).not.toContain('maria.gonzalez');
     });
 
     it('fails clearly without the secret', () => {
-      const r = cli(['hash-key', 'k'], { env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined } });
+      const r = cli(['hash-key'], { env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined }, input: 'k' });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('TOOL_LEDGER_KEY_HASH_SECRET is not set');
     });
@@ -430,7 +444,213 @@ describe('issue 14: the CLI is safe to paste into and read from', () => {
     );
     const r = cli(['inspect', '--schema', schema, '--tenant', 'acme', '--tool', 'hostile_ids', '--key', key]);
     expect(r.code, r.stderr).toBe(0);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the test looks for raw control characters.
     expect(r.stdout).not.toMatch(/[\u001b\u202e]/);
     expect(r.stdout).toContain('\\u{1b}[2J\\u{202e}gnp.exe');
+  });
+});
+
+describe('issue 14: support finds, derives and forgets keys', () => {
+  const secret = 'support-secret';
+  const t = () => `"${schema}".tool_runs`;
+  const personal = 'maria.gonzalez@example.com';
+
+  beforeAll(async () => {
+    // One key in two tenants and two tools, a personal key, and a background job.
+    await pool.query(
+      `INSERT INTO ${t()} (tenant_id, tool_name, idempotency_key, parameter_hash, status, job_id, completed_at, expires_at)
+       VALUES ('acme', 'send_mail', 'shared-7', 'h', 'succeeded', NULL, now(), now() + interval '1 day'),
+              ('globex', 'send_mail', 'shared-7', 'h', 'succeeded', NULL, now(), now() + interval '1 day'),
+              ('globex', 'refund', 'shared-7', 'h', 'failed', NULL, now(), now() + interval '1 day'),
+              ('acme', 'export_data', $1, 'h', 'in_progress', 'job-4711', NULL, now() + interval '1 day'),
+              ('initech', 'export_data', $1, 'h', 'succeeded', NULL, now(), now() + interval '1 day')`,
+      [personal],
+    );
+    await pool.query(
+      `UPDATE ${t()} SET status = 'in_progress', lease_expires_at = now() + interval '1 hour' WHERE job_id = 'job-4711'`,
+    );
+  });
+
+  it('inspect --key lists every match across tenants and tools, narrowed by --tenant and --tool', () => {
+    const all = json<{ runs: { tenant: string; tool: string; key: string }[] }>([
+      'inspect',
+      '--schema',
+      schema,
+      '--key',
+      'shared-7',
+    ]);
+    expect(all.runs.map((r) => `${r.tenant}/${r.tool}`)).toEqual([
+      'acme/send_mail',
+      'globex/refund',
+      'globex/send_mail',
+    ]);
+    const human = cli(['inspect', '--schema', schema, '--key', 'shared-7']);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain('3 runs match key "shared-7"');
+    expect(human.stdout.match(/^Run \d+ in /gm)).toHaveLength(3);
+    const globex = json<{ runs: { tool: string }[] }>([
+      'inspect',
+      '--schema',
+      schema,
+      '--key',
+      'shared-7',
+      '--tenant',
+      'globex',
+    ]);
+    expect(globex.runs.map((r) => r.tool)).toEqual(['refund', 'send_mail']);
+    const one = json<{ runs: { tenant: string }[] }>([
+      'inspect',
+      '--schema',
+      schema,
+      '--key',
+      'shared-7',
+      '--tool',
+      'refund',
+    ]);
+    expect(one.runs.map((r) => r.tenant)).toEqual(['globex']);
+    expect(cli(['inspect', '--schema', schema, '--key', 'no-such-key']).code).toBe(3);
+    expect(cli(['inspect', '--schema', schema]).code).toBe(2);
+    expect(cli(['inspect', '--schema', schema, '--key', 'a', '--job', 'b']).code).toBe(2);
+  });
+
+  it('inspect --job finds the run of a background job, showing its key the way telemetry does', () => {
+    const r = cli(['inspect', '--schema', schema, '--job', 'job-4711'], {
+      env: { TOOL_LEDGER_KEY_HASH_SECRET: secret },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/job id\s+job-4711/);
+    expect(r.stdout).toMatch(/tenant\s+acme/);
+    expect(r.stdout).not.toContain(personal);
+    expect(r.stdout).toContain(`hmac:${hashKey(personal, secret)}`);
+    const data = json<{ runs: { key: string | null; keyHash: string | null }[] }>([
+      'inspect',
+      '--schema',
+      schema,
+      '--job',
+      'job-4711',
+    ]);
+    expect(data.runs).toHaveLength(1);
+    expect(data.runs[0]?.key).toBeNull();
+    expect(cli(['inspect', '--schema', schema, '--job', 'job-0']).code).toBe(3);
+  });
+
+  it('list shows keys the way telemetry does: safe keys raw, personal ones as their HMAC', async () => {
+    const r = cli(['list', '--schema', schema, '--tool', 'export_data'], {
+      env: { TOOL_LEDGER_KEY_HASH_SECRET: secret },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toContain(personal);
+    expect(r.stdout).toContain(`hmac:${hashKey(personal, secret)}`);
+    const noSecret = cli(['list', '--schema', schema, '--tool', 'export_data'], {
+      env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
+    });
+    expect(noSecret.stdout).not.toContain(personal);
+    expect(noSecret.stdout).toContain('(hidden: set TOOL_LEDGER_KEY_HASH_SECRET)');
+    const safe = json<{ runs: { key: string | null }[] }>(['list', '--schema', schema, '--stale']);
+    expect(safe.runs.map((x) => x.key)).toEqual(['trip-9']);
+  });
+
+  it('derive-key computes what deriveKey() computes, from the same inputs', () => {
+    const input = { runId: 'conv-81', toolCallId: 'call_1', tool: 'create_invoice' };
+    const r = cli([
+      'derive-key',
+      '--run-id',
+      'conv-81',
+      '--tool-call-id',
+      'call_1',
+      '--tool',
+      'create_invoice',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(deriveKey(input));
+    const withInstruction = cli(
+      ['derive-key', '--run-id', 'wf-2', '--step-index', '3', '--instruction', '-', '--json'],
+      {
+        input: '{"b":2,"a":[1,"x"]}',
+      },
+    );
+    expect(JSON.parse(withInstruction.stdout)).toEqual({
+      key: deriveKey({ runId: 'wf-2', step: 3, instruction: { a: [1, 'x'], b: 2 } }),
+    });
+    const named = cli(['derive-key', '--run-id', 'wf-2', '--step', '3']);
+    expect(named.stdout.trim()).toBe(deriveKey({ runId: 'wf-2', step: '3' }));
+    expect(named.stdout.trim()).not.toBe(deriveKey({ runId: 'wf-2', step: 3 }));
+    expect(cli(['derive-key']).code).toBe(2);
+    expect(cli(['derive-key', '--run-id', 'x', '--instruction', '{nope']).code).toBe(2);
+  });
+
+  it('forget is a dry run by default, deletes with --yes, and records who, when and why without the raw key', async () => {
+    const count = async () =>
+      (await pool.query(`SELECT count(*)::int AS n FROM ${t()} WHERE idempotency_key = $1`, [personal]))
+        .rows[0].n as number;
+    const env = { TOOL_LEDGER_KEY_HASH_SECRET: secret };
+    const dry = cli(['forget', '--schema', schema, '--key', personal], { env });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('2 runs would be forgotten (dry run');
+    expect(dry.stdout).not.toContain(personal);
+    expect(await count()).toBe(2);
+
+    const noSecret = cli(['forget', '--schema', schema, '--key', personal, '--yes'], {
+      env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
+    });
+    expect(noSecret.code).toBe(1);
+    expect(noSecret.stderr).toContain('TOOL_LEDGER_KEY_HASH_SECRET');
+    expect(await count()).toBe(2);
+
+    const gone = cli(
+      [
+        'forget',
+        '--schema',
+        schema,
+        '--key',
+        personal,
+        '--tenant',
+        'initech',
+        '--yes',
+        '--by',
+        'ana@support',
+        '--reason',
+        'GDPR request 88',
+        '--json',
+      ],
+      { env },
+    );
+    expect(gone.code, gone.stderr).toBe(0);
+    expect(JSON.parse(gone.stdout)).toMatchObject({ dryRun: false, runs: [{ tenant: 'initech' }] });
+    expect(gone.stdout).not.toContain(personal);
+    expect(await count()).toBe(1);
+
+    const rest = cli(['forget', '--schema', schema, '--key', personal, '--yes'], { env });
+    expect(rest.code, rest.stderr).toBe(0);
+    expect(rest.stdout).toContain('Forgot 1 run');
+    expect(await count()).toBe(0);
+
+    const { rows } = await pool.query(
+      `SELECT tenant_id, tool_name, key_attribute, key_value, forgotten_by, reason, forgotten_at
+       FROM "${schema}".tool_runs_forgotten ORDER BY id`,
+    );
+    expect(JSON.stringify(rows)).not.toContain(personal);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatchObject({
+      tenant_id: 'initech',
+      tool_name: 'export_data',
+      key_attribute: 'tool_ledger.idempotency.key_hash',
+      key_value: hashKey(personal, secret),
+      forgotten_by: 'ana@support',
+      reason: 'GDPR request 88',
+    });
+    expect(rows[0].forgotten_at).toBeInstanceOf(Date);
+    // Without --by, the operating-system user is recorded.
+    expect(rows[1]).toMatchObject({ tenant_id: 'acme', forgotten_by: userInfo().username, reason: null });
+
+    const safe = cli(['forget', '--schema', schema, '--key', 'shared-7', '--tool', 'refund', '--yes'], {
+      env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
+    });
+    expect(safe.code, safe.stderr).toBe(0);
+    const { rows: safeRows } = await pool.query(
+      `SELECT key_attribute, key_value FROM "${schema}".tool_runs_forgotten WHERE tool_name = 'refund'`,
+    );
+    expect(safeRows).toEqual([{ key_attribute: 'tool_ledger.idempotency.key', key_value: 'shared-7' }]);
+    expect(cli(['forget', '--schema', schema]).code).toBe(2);
   });
 });
