@@ -15,6 +15,7 @@ import { hashKey } from '../../../src/telemetry/key-hash.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
 import { pgliteBackend } from '../../support/db.js';
 import {
+  contextsOf,
   EMPTY_CORPUS,
   type PiiCorpus,
   corpus as repoCorpus,
@@ -142,14 +143,17 @@ function leakSuite(corpus: PiiCorpus): void {
       const input = {
         ...structured,
         [category]: value,
-        comment: `customer said: my ${category} is ${value}`,
+        comment: `customer said: my ${category.replace(/_/g, ' ')} is ${value}`,
       };
       const key = `customer:${value}`;
       await settle(echo.invoke(input, { key, tenant: 'acme', toolCallId: `call_${i}` }));
       await settle(echo.invoke(input, { key, tenant: 'acme' }));
       await settle(echo.invoke({ other: true }, { key, tenant: 'acme' }));
       await settle(
-        fail.invoke({ text: `Refund failed for ${value}`, final: i % 2 === 0 }, { key: `refund:${value}` }),
+        fail.invoke(
+          { text: `${contextsOf(category, value).at(-1)}`, final: i % 2 === 0 },
+          { key: `refund:${value}` },
+        ),
       );
       await settle(lookup.invoke({ query: value }, { tenant: 'globex' }));
     }
@@ -187,7 +191,7 @@ function leakSuite(corpus: PiiCorpus): void {
     const text = strings(payloads.map((p) => p.decoded));
     expect(text).toContain('execute_tool update_customer');
     expect(text.some((s) => s.includes('[REDACTED]'))).toBe(true);
-    expect(text.some((s) => s.includes('EMAIL_ADDRESS'))).toBe(true);
+    expect(text.some((s) => s.includes('[EMAIL]'))).toBe(true);
     // Identifiers support needs survive scrubbing
     expect(text.some((s) => s.includes('inv_2024_0042'))).toBe(true);
     // A support engineer holding a raw key finds its span by the public hash function
