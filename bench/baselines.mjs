@@ -78,6 +78,7 @@ export async function sameSql(url, schema, { concurrency }) {
       null,
       null,
       true,
+      true,
     ]);
     const row = rows[0];
     if (row.claim === 'existing') return row.result_json;
@@ -107,10 +108,11 @@ export async function toolLedger(url, schema, options = {}) {
   const ledger = await createLedger({ connectionString: url, schema, telemetry: false, ...options });
   let n = 0;
   const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => benchResult(n++) });
+  const tag = `tl_${schema}`;
   return {
     ledger,
-    first: (c, i) => tool.call(BENCH_INPUT, { key: benchKey('tl', c, i), tenant: 'bench' }),
-    replay: (c, i) => tool.call(BENCH_INPUT, { key: benchKey('tl', c, i), tenant: 'bench' }),
+    first: (c, i) => tool.call(BENCH_INPUT, { key: benchKey(tag, c, i), tenant: 'bench' }),
+    replay: (c, i) => tool.call(BENCH_INPUT, { key: benchKey(tag, c, i), tenant: 'bench' }),
     close: () => ledger.close(),
   };
 }

@@ -47,6 +47,8 @@ await withPostgres(async (url) => {
       hand: await handWritten(url, schema('hand'), { concurrency: CONCURRENCY }),
       same: await sameSql(url, schema('same'), { concurrency: CONCURRENCY }),
       ledger: await toolLedger(url, schema('ledger')),
+      // A replay from a process that did not see the row: what the cache cannot help with.
+      nocache: await toolLedger(url, schema('nocache'), { replayCacheEntries: 0 }),
     };
     const chunks = Math.max(1, Math.round(CALLS / CHUNK));
     const result = await pairedChunks({
@@ -69,6 +71,8 @@ await withPostgres(async (url) => {
         target,
         'same SQL': fmt(rate.same),
         'ratio vs same SQL': fmtRatio(pairRatio(rounds, 'ledger', 'same')),
+        'cache off': fmt(rate.nocache),
+        'cache off ratio': fmtRatio(pairRatio(rounds, 'nocache', 'hand')),
       };
     };
     console.table({

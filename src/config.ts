@@ -1,4 +1,6 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { ToolLedgerError } from './contract/errors.js';
+import type { HandlerContext, ToolKind, ToolOptions } from './contract/types.js';
 import type { PgPoolLike } from './ledger/drivers/pg.js';
 import type { PGliteLike } from './ledger/drivers/pglite.js';
 import { isValidSchemaName } from './ledger/sql.js';
@@ -43,8 +45,9 @@ export interface LedgerOptions {
    */
   readonly migrate?: boolean;
   /**
-   * Pool size when tool-ledger opens its own `pg.Pool`.
-   * @default 10
+   * Pool size when tool-ledger opens its own `pg.Pool`. Connections open only as concurrent calls need them, so
+   * the default covers 20 concurrent calls without queueing; each call holds a connection for one statement at a time.
+   * @default 20
    */
   readonly poolSize?: number;
   /**
@@ -53,11 +56,48 @@ export interface LedgerOptions {
    */
   readonly connectTimeoutSeconds?: number;
   /**
+   * Server-side `statement_timeout` on connections tool-ledger opens: Postgres cancels a statement running longer
+   * (`57014`, retryable). In transactional mode it bounds the handler's own statements too. 0 turns it off.
+   * @default 5
+   */
+  readonly statementTimeoutSeconds?: number;
+  /**
+   * How long to wait for the answer to any one statement (and, on a pool you pass in, for a free client as well)
+   * before giving up with a retryable `LEDGER_UNAVAILABLE`: the bound on a silently dead network. A client that
+   * timed out is discarded. Keep it above `statementTimeoutSeconds`. 0 turns it off.
+   * @default 10
+   */
+  readonly queryTimeoutSeconds?: number;
+  /**
+   * How many outcomes whose completion failed this process keeps in memory to save once the database answers.
+   * Past it, a result that cannot be saved is not kept and the caller is told so (`LEDGER_UNAVAILABLE`, not
+   * retryable: the action ran).
+   * @default 1000
+   */
+  readonly maxUnsavedResults?: number;
+  /**
+   * The same bound in bytes of result and error JSON.
+   * @default 67108864
+   */
+  readonly maxUnsavedResultBytes?: number;
+  /**
    * Run the ledger's statements as named prepared statements on pg (plans cached per connection). Turn off behind
    * a pooler that cannot track prepared statements, such as PgBouncer in transaction mode before 1.21.
    * @default true
    */
   readonly preparedStatements?: boolean;
+  /**
+   * Completed results this process keeps in memory, so a replay from the same process needs no round trip. An
+   * entry lasts until the row's expiry by the database clock. A row deleted by hand before it expires still
+   * replays from a process that cached it, until then. `0` turns the cache off.
+   * @default 10000
+   */
+  readonly replayCacheEntries?: number;
+  /**
+   * Memory bound of the replay cache (results as JSON text, plus a fixed overhead per entry).
+   * @default 33554432 (32 MiB)
+   */
+  readonly replayCacheMaxBytes?: number;
   /** OpenTelemetry options, or `false` to emit nothing. @default {} */
   readonly telemetry?: TelemetryOptions | false;
 }
@@ -76,7 +116,13 @@ export interface ResolvedConfig {
   readonly migrate: boolean;
   readonly poolSize: number;
   readonly connectTimeoutSeconds: number;
+  readonly statementTimeoutSeconds: number;
+  readonly queryTimeoutSeconds: number;
+  readonly maxUnsavedResults: number;
+  readonly maxUnsavedResultBytes: number;
   readonly preparedStatements: boolean;
+  readonly replayCacheEntries: number;
+  readonly replayCacheMaxBytes: number;
   readonly telemetry: TelemetryOptions | false;
 }
 
@@ -85,9 +131,22 @@ export const DEFAULTS = Object.freeze({
   ttlSeconds: 86_400,
   leaseSeconds: 30,
   waitSeconds: 10,
-  poolSize: 10,
+  poolSize: 20,
   connectTimeoutSeconds: 5,
+  statementTimeoutSeconds: 5,
+  queryTimeoutSeconds: 10,
+  maxUnsavedResults: 1000,
+  maxUnsavedResultBytes: 64 * 1024 * 1024,
+  replayCacheEntries: 10_000,
+  replayCacheMaxBytes: 32 * 1024 * 1024,
 });
+
+function checkCount(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0)
+    throw invalid(`${name} must be an integer >= 0, got ${String(value)}.`);
+  return value;
+}
 
 function invalid(message: string): ToolLedgerError {
   return new ToolLedgerError('CONFIG_INVALID', message);
@@ -153,7 +212,116 @@ export function resolveConfig(
       DEFAULTS.connectTimeoutSeconds,
       0,
     ),
+    statementTimeoutSeconds: checkSeconds(
+      'statementTimeoutSeconds',
+      options.statementTimeoutSeconds,
+      DEFAULTS.statementTimeoutSeconds,
+      0,
+    ),
+    queryTimeoutSeconds: checkSeconds(
+      'queryTimeoutSeconds',
+      options.queryTimeoutSeconds,
+      DEFAULTS.queryTimeoutSeconds,
+      0,
+    ),
+    maxUnsavedResults: checkCount('maxUnsavedResults', options.maxUnsavedResults, DEFAULTS.maxUnsavedResults),
+    maxUnsavedResultBytes: checkCount(
+      'maxUnsavedResultBytes',
+      options.maxUnsavedResultBytes,
+      DEFAULTS.maxUnsavedResultBytes,
+    ),
     preparedStatements: options.preparedStatements ?? true,
+    replayCacheEntries: checkCount(
+      'replayCacheEntries',
+      options.replayCacheEntries,
+      DEFAULTS.replayCacheEntries,
+    ),
+    replayCacheMaxBytes: checkCount(
+      'replayCacheMaxBytes',
+      options.replayCacheMaxBytes,
+      DEFAULTS.replayCacheMaxBytes,
+    ),
     telemetry: options.telemetry ?? {},
   });
+}
+
+const TOOL_NAME = /^[\p{L}\p{N}_.\-:/]{1,128}$/u;
+const KINDS: readonly ToolKind[] = ['read', 'mutation', 'job'];
+
+/** One tool's settings with every default resolved. Internal. */
+export interface ResolvedToolConfig {
+  readonly name: string;
+  readonly kind: ToolKind;
+  readonly description: string | undefined;
+  readonly title: string | undefined;
+  readonly destructive: boolean;
+  readonly input: StandardSchemaV1 | undefined;
+  readonly handler: (input: unknown, ctx: HandlerContext) => unknown;
+  readonly leaseSeconds: number;
+  readonly waitMs: number;
+  readonly ttlSeconds: number;
+  readonly volatileFields: readonly string[];
+  readonly transactional: boolean;
+  readonly isFinalError: (error: unknown) => boolean;
+  /** Whether a claim may take over a lapsed lease (jobs may opt out with `resumeAbandoned: false`). */
+  readonly allowLeaseTakeover: boolean;
+}
+
+const never = () => false;
+
+/** Checks a tool definition and resolves its defaults against the ledger's, frozen. */
+export function resolveToolConfig(
+  definition: ToolOptions<StandardSchemaV1 | undefined, unknown>,
+  ledger: ResolvedConfig,
+): ResolvedToolConfig {
+  if (typeof definition?.name !== 'string' || !TOOL_NAME.test(definition.name)) {
+    throw invalid(
+      `Tool name ${JSON.stringify(definition?.name)} is invalid: use 1-128 letters, digits and _ . - : / (for example "create_invoice").`,
+    );
+  }
+  const name = definition.name;
+  if (!KINDS.includes(definition.kind)) {
+    throw invalid(
+      `Tool "${name}" has kind ${JSON.stringify(definition.kind)}; use 'read', 'mutation' or 'job'.`,
+    );
+  }
+  if (typeof definition.handler !== 'function') throw invalid(`Tool "${name}" needs a handler function.`);
+  if (definition.input !== undefined && typeof definition.input?.['~standard']?.validate !== 'function') {
+    throw invalid(`Tool "${name}": input must be a Standard Schema validator (zod 4, valibot, arktype).`);
+  }
+  if (definition.transactional && definition.kind !== 'mutation') {
+    throw invalid(`Tool "${name}": transactional is only supported for kind 'mutation'.`);
+  }
+  return Object.freeze({
+    name,
+    kind: definition.kind,
+    description: definition.description,
+    title: definition.title,
+    destructive: definition.destructive ?? false,
+    input: definition.input,
+    handler: definition.handler as ResolvedToolConfig['handler'],
+    leaseSeconds: checkSeconds(`${name}.leaseSeconds`, definition.leaseSeconds, ledger.leaseSeconds, 0.05),
+    waitMs: checkSeconds(`${name}.waitSeconds`, definition.waitSeconds, ledger.waitSeconds, 0) * 1000,
+    ttlSeconds: checkSeconds(`${name}.ttlSeconds`, definition.ttlSeconds, ledger.ttlSeconds, 0),
+    volatileFields: Object.freeze([...(definition.volatileFields ?? [])]),
+    transactional: definition.transactional === true,
+    isFinalError: definition.isFinalError ?? never,
+    allowLeaseTakeover: definition.kind !== 'job' || definition.resumeAbandoned !== false,
+  });
+}
+
+export const PURGE_DEFAULTS = Object.freeze({ batchSize: 1000 });
+export const CLOSE_DEFAULTS = Object.freeze({ timeoutSeconds: 10 });
+
+/** `purgeExpired()` options with defaults resolved. */
+export function resolveBatchSize(batchSize: number | undefined): number {
+  const size = batchSize ?? PURGE_DEFAULTS.batchSize;
+  if (!Number.isInteger(size) || size < 1)
+    throw invalid(`batchSize must be a positive integer, got ${size}.`);
+  return size;
+}
+
+/** `close()`'s timeout in milliseconds, defaults resolved. */
+export function resolveCloseTimeoutMs(timeoutSeconds: number | undefined): number {
+  return checkSeconds('timeoutSeconds', timeoutSeconds, CLOSE_DEFAULTS.timeoutSeconds, 0) * 1000;
 }

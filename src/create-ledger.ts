@@ -1,8 +1,20 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { checkSeconds, type LedgerOptions, type ResolvedConfig, resolveConfig } from './config.js';
+import {
+  type LedgerOptions,
+  type ResolvedConfig,
+  resolveBatchSize,
+  resolveCloseTimeoutMs,
+  resolveConfig,
+} from './config.js';
 import { ToolLedgerError } from './contract/errors.js';
 import { noopObserver } from './contract/observer.js';
-import type { CallInputOf, JobStatus, ToolOptions } from './contract/types.js';
+import type {
+  CallInputOf,
+  JobStatus,
+  JsonForm,
+  ToolOptions,
+  TransactionalHandlerContext,
+} from './contract/types.js';
 import type { Driver } from './ledger/driver.js';
 import { type PgPoolLike, pgDriver } from './ledger/drivers/pg.js';
 import { openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
@@ -37,11 +49,24 @@ export interface Ledger {
   readonly config: ResolvedConfig;
   /** Wraps a handler. Mutations and jobs go through the ledger; read tools only get telemetry. */
   tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput, TransactionalHandlerContext> & {
+      readonly kind: 'mutation';
+      readonly transactional: true;
+    },
+  ): LedgerTool<CallInputOf<TSchema>, JsonForm<TOutput>, 'mutation'>;
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
     options: ToolOptions<TSchema, TOutput> & { readonly kind: 'job' },
-  ): LedgerTool<CallInputOf<TSchema>, JobStatus<TOutput>>;
+  ): LedgerTool<CallInputOf<TSchema>, JobStatus<JsonForm<TOutput>>, 'job'>;
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput> & { readonly kind: 'mutation' },
+  ): LedgerTool<CallInputOf<TSchema>, JsonForm<TOutput>, 'mutation'>;
+  /** Read tools return the handler's value as it is: it is never stored. */
+  tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
+    options: ToolOptions<TSchema, TOutput> & { readonly kind: 'read' },
+  ): LedgerTool<CallInputOf<TSchema>, TOutput, 'read'>;
   tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
     options: ToolOptions<TSchema, TOutput>,
-  ): LedgerTool<CallInputOf<TSchema>, TOutput>;
+  ): LedgerTool<CallInputOf<TSchema>, unknown>;
   /** Deletes rows past their TTL, in batches. Returns how many rows went. */
   purgeExpired(options?: PurgeOptions): Promise<number>;
   /** The migration SQL for this ledger's schema, for DBAs who apply it by hand. */
@@ -58,7 +83,11 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
   try {
     switch (db.kind) {
       case 'pool':
-        return pgDriver(db.pool, false, config.preparedStatements);
+        return pgDriver(db.pool, {
+          ownsPool: false,
+          preparedStatements: config.preparedStatements,
+          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+        });
       case 'connectionString': {
         const pg = await import('pg');
         const Pool = pg.default?.Pool ?? (pg as unknown as { Pool: typeof pg.default.Pool }).Pool;
@@ -66,10 +95,20 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
           connectionString: db.connectionString,
           max: config.poolSize,
           connectionTimeoutMillis: config.connectTimeoutSeconds * 1000,
+          // pg reads 0 as "no timeout" for all three.
+          query_timeout: config.queryTimeoutSeconds * 1000,
+          statement_timeout: config.statementTimeoutSeconds * 1000,
+          // A peer that vanished without a reset is found by the kernel's probes, not only by a timeout.
+          keepAlive: true,
+          keepAliveInitialDelayMillis: 10_000,
         });
         // An idle client's error (server restart) must not crash the process; the next query reports it.
         pool.on('error', () => {});
-        return pgDriver(pool as unknown as PgPoolLike, true, config.preparedStatements);
+        return pgDriver(pool as unknown as PgPoolLike, {
+          ownsPool: true,
+          preparedStatements: config.preparedStatements,
+          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+        });
       }
       case 'pglite':
         if (db.pglite === undefined || typeof db.pglite === 'string') {
@@ -98,7 +137,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     await driver.close().catch(() => {});
     throw error;
   }
-  const store = new LedgerStore(driver, config.schema);
+  const store = new LedgerStore(driver, config.schema, {
+    maxEntries: config.replayCacheEntries,
+    maxBytes: config.replayCacheMaxBytes,
+  });
   const notifier = new CompletionNotifier(store);
   const observer = config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry);
   const runtime = new LedgerRuntime(config, store, notifier, observer);
@@ -110,13 +152,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       runtime.assertOpen(definition?.name ?? 'tool');
       return createTool(runtime, definition);
     }) as Ledger['tool'],
-    async purgeExpired({ batchSize = 1000, onProgress } = {}) {
-      if (!Number.isInteger(batchSize) || batchSize < 1) {
-        throw new ToolLedgerError(
-          'CONFIG_INVALID',
-          `batchSize must be a positive integer, got ${batchSize}.`,
-        );
-      }
+    async purgeExpired({ batchSize: requested, onProgress } = {}) {
+      const batchSize = resolveBatchSize(requested);
       let total = 0;
       for (;;) {
         const deleted = await store.purgeBatch(batchSize);
@@ -126,9 +163,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       }
     },
     migrationSql: () => migrationScript(config.schema),
-    close({ timeoutSeconds = 10 }: CloseOptions = {}) {
+    close({ timeoutSeconds }: CloseOptions = {}) {
+      const timeoutMs = resolveCloseTimeoutMs(timeoutSeconds);
       closing ??= (async () => {
-        await runtime.drain(checkSeconds('timeoutSeconds', timeoutSeconds, 10, 0) * 1000);
+        await runtime.drain(timeoutMs);
         await notifier.close();
         await driver.close();
       })();

@@ -57,7 +57,12 @@ export async function migrateCommand(
     connectionTimeoutMillis: 10_000,
   });
   pool.on('error', () => {});
-  const driver = pgDriver(pool as unknown as PgPoolLike, true);
+  const driver = pgDriver(pool as unknown as PgPoolLike, {
+    ownsPool: true,
+    preparedStatements: true,
+    // A migration may wait on another process's advisory lock; the CLI user can interrupt it.
+    answerTimeoutMs: 0,
+  });
   let applied: number[];
   try {
     applied = await applyMigrations(driver, connection.schema);

@@ -7,6 +7,8 @@ import type { Outcome, RejectedReason, ToolKind } from './types.js';
  */
 export interface CallObserver {
   startCall(start: CallStart): CallScope;
+  /** Outcomes kept in memory because their completion failed, saved later: +1 kept, -1 saved or dropped. */
+  unsavedResults?(tool: string, delta: number): void;
 }
 
 export interface CallStart {

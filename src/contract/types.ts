@@ -1,12 +1,10 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { SuccessOutcome } from './outcomes.js';
 
 /** How a tool touches the world. Only `mutation` and `job` go through the ledger. */
 export type ToolKind = 'read' | 'mutation' | 'job';
 
-/** Every decision a call can end in. Shared by reports, spans, logs and metrics. */
-export type Outcome = 'executed' | 'replayed' | 'failed' | 'conflict' | 'in_progress' | 'rejected';
-
-export type RejectedReason = 'key_required' | 'key_invalid' | 'input_invalid';
+export type { Outcome, RejectedReason } from './outcomes.js';
 
 /**
  * The whole database surface tool-ledger needs. `pg.Pool`, `pg.Client`, `PGlite` and PGlite transactions all
@@ -14,6 +12,11 @@ export type RejectedReason = 'key_required' | 'key_invalid' | 'input_invalid';
  */
 export interface Queryable {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+/** The context of a call to a mutation or job: the key is required. */
+export interface KeyedCallContext extends CallContext {
+  readonly key: string;
 }
 
 /** Who is calling and which intent the call carries. */
@@ -58,10 +61,22 @@ export interface HandlerContext {
   renewLease(): Promise<void>;
 }
 
-export type ToolHandler<TInput, TOutput> = (input: TInput, ctx: HandlerContext) => TOutput | Promise<TOutput>;
+/** What a `transactional: true` handler receives: `db` is always the transaction's client. */
+export interface TransactionalHandlerContext extends HandlerContext {
+  readonly db: Queryable;
+}
+
+export type ToolHandler<TInput, TOutput, TContext extends HandlerContext = HandlerContext> = (
+  input: TInput,
+  ctx: TContext,
+) => TOutput | Promise<TOutput>;
 
 /** Options of one tool, passed to `ledger.tool()`. */
-export interface ToolOptions<TSchema extends StandardSchemaV1 | undefined, TOutput> {
+export interface ToolOptions<
+  TSchema extends StandardSchemaV1 | undefined,
+  TOutput,
+  TContext extends HandlerContext = HandlerContext,
+> {
   /** Tool name; scopes keys together with the tenant. */
   readonly name: string;
   readonly kind: ToolKind;
@@ -69,7 +84,7 @@ export interface ToolOptions<TSchema extends StandardSchemaV1 | undefined, TOutp
   readonly title?: string;
   /** Any Standard Schema validator (zod 4, valibot, arktype). Runs before the ledger is touched. */
   readonly input?: TSchema;
-  readonly handler: ToolHandler<InputOf<TSchema>, TOutput>;
+  readonly handler: ToolHandler<InputOf<TSchema>, TOutput, TContext>;
   /**
    * Dotted paths of input fields left out of the parameter hash, such as `requestedAt` or `meta.traceparent`.
    * @default []
@@ -112,6 +127,22 @@ export type CallInputOf<TSchema> = TSchema extends StandardSchemaV1
   ? StandardSchemaV1.InferInput<TSchema>
   : unknown;
 
+/**
+ * The JSON form of a value, as the ledger stores and returns it (`JSON.parse(JSON.stringify(value))`): a `Date`
+ * becomes a string, `toJSON` is applied, undefined properties go. What `call()` of a mutation or job returns.
+ */
+export type JsonForm<T> = T extends { toJSON(...args: never[]): infer R }
+  ? JsonForm<R>
+  : T extends string | number | boolean | null
+    ? T
+    : T extends undefined | ((...args: never[]) => unknown) | symbol | bigint
+      ? never
+      : T extends readonly (infer U)[]
+        ? (JsonForm<U> extends never ? null : JsonForm<U>)[]
+        : T extends object
+          ? { -readonly [K in keyof T as JsonForm<T[K]> extends never ? never : K]: JsonForm<T[K]> }
+          : unknown;
+
 export type JobState = 'running' | 'succeeded' | 'failed' | 'abandoned';
 
 /** What a job call returns: at once on the first call, and the current state on every retry. */
@@ -137,7 +168,7 @@ export interface StoredError {
 
 /** What `invoke` returns: the value plus how it was obtained. */
 export interface InvokeReport<TValue> {
-  readonly outcome: 'executed' | 'replayed';
+  readonly outcome: SuccessOutcome;
   readonly value: TValue;
   readonly tool: string;
   readonly kind: ToolKind;

@@ -6,6 +6,11 @@ import type { Queryable } from '../contract/types.js';
  */
 export interface Driver extends Queryable {
   readonly kind: 'pg' | 'pglite';
+  /**
+   * Statements that must not wait behind the pool (lease renewals): on pg, a connection of the driver's own,
+   * shared with LISTEN.
+   */
+  readonly reserved: Queryable;
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Subscribes to a notification channel. Resolves to an unsubscribe function. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;

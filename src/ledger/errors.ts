@@ -105,6 +105,14 @@ export function classifyDriverError(error: unknown): DriverFailure {
   return UNKNOWN;
 }
 
+/** True when a ledger statement failed in a way that leaves open whether the server carried it out. */
+export function isOutcomeUnknown(error: unknown): boolean {
+  const cause = error instanceof ToolLedgerError ? error.cause : error;
+  return (
+    cause !== undefined && !(cause instanceof ToolLedgerError) && classifyDriverError(cause).outcomeUnknown
+  );
+}
+
 function describe(error: unknown): string {
   const detail = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | null)?.code;

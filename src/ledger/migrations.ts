@@ -45,6 +45,15 @@ CREATE INDEX tool_runs_in_progress_idx ON ${t} (lease_expires_at) WHERE status =
 COMMENT ON TABLE ${t} IS 'tool-ledger: one row per (tenant, tool, idempotency key)';`;
     },
   },
+  {
+    version: 2,
+    name: 'tool_runs_waiters',
+    // A completion notifies only when a duplicate registered as waiting: NOTIFY holds a lock across commit that
+    // serializes every notifying commit. A constant default adds the column without rewriting the table.
+    up: (schema) =>
+      `ALTER TABLE ${runsTable(schema)} ADD COLUMN waiters boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN ${runsTable(schema)}.waiters IS 'tool-ledger: a duplicate waits on this run; its completion notifies'`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)!.version;

@@ -25,6 +25,8 @@ export interface RunRow {
   readonly started_at: Date;
   readonly completed_at: Date | null;
   readonly expires_at: Date;
+  /** Whether the lease still held when the row was read, as SQL decides it. */
+  readonly lease_live: boolean;
   /** The database clock when the row was read: lease arithmetic never mixes clocks. */
   readonly db_now: Date;
 }
@@ -33,15 +35,16 @@ export type ClaimKind = 'inserted' | 'taken' | 'existing';
 
 export interface ClaimRow extends RunRow {
   readonly claim: ClaimKind;
+  /**
+   * For an `existing` row: the claim's own takeover rule held for it, yet another caller changed the row first
+   * (the update's fence refused). Claim again.
+   */
+  readonly takeover_due: boolean;
+  /** This claim registered the caller as waiting on the run in flight, so its completion will notify. */
+  readonly waiting: boolean;
 }
 
+/** Milliseconds until the lease lapses by the database clock; for how long to wait, never for a rule. */
 export function leaseRemainingMs(row: RunRow): number {
   return row.lease_expires_at ? row.lease_expires_at.getTime() - row.db_now.getTime() : 0;
-}
-
-export function isExpired(row: RunRow): boolean {
-  return (
-    row.expires_at.getTime() <= row.db_now.getTime() &&
-    !(row.status === 'in_progress' && leaseRemainingMs(row) > 0)
-  );
 }

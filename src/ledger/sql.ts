@@ -22,15 +22,38 @@ const RUN_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user
   attempt, lease_owner, lease_expires_at, result_json, error_json, job_id, trace_id, span_id, conflict_count,
   created_at, started_at, completed_at, expires_at`;
 
-const EXPIRED = (alias: string) =>
-  `(${alias}.expires_at <= now() AND NOT (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at > now()))`;
+/** A run whose lease still holds: its owner is (presumably) working on it. */
+export const leaseLive = (alias: string) =>
+  `(${alias}.status = 'in_progress' AND ${alias}.lease_expires_at > now())`;
+
+/** Past its TTL, so the key counts as new; a live lease always outlives the TTL. */
+export const expired = (alias: string) => `(${alias}.expires_at <= now() AND NOT ${leaseLive(alias)})`;
+
+/**
+ * The rules of the claim in one place: a row the claim takes over (expired, a retryable failure, or a lapsed lease
+ * when takeovers are allowed) for the same user and parameters. TypeScript reads the result as `takeover_due`.
+ */
+const TAKEOVER = (alias: string) => `(${expired(alias)}
+    OR (${alias}.parameter_hash = $5::text AND ${alias}.user_id IS NOT DISTINCT FROM $4::text AND (
+      (${alias}.status = 'failed' AND NOT ${alias}.final)
+      OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND $12::boolean)
+    )))`;
+
+/** The flags every read returns with its row, so TypeScript never re-derives the SQL's rules. */
+const RUN_FLAGS = (alias: string) => `${leaseLive(alias)} AS lease_live, now() AS db_now`;
 
 /**
  * The claim: one atomic statement that inserts a fresh run, or takes over an expired row, a retryable failure or
  * a lapsed lease, or else returns the row as it stands. The `attempt` match fences concurrent takeovers.
  *
  * $1 tenant, $2 tool, $3 key, $4 user, $5 parameter hash, $6 lease owner, $7 lease seconds, $8 ttl seconds,
- * $9 trace id, $10 span id, $11 job id for a new run, $12 whether a lapsed lease may be taken over.
+ * $9 trace id, $10 span id, $11 job id for a new run, $12 whether a lapsed lease may be taken over, $13 whether the
+ * caller would wait for a run in flight.
+ *
+ * A caller that would wait registers in this same statement (`waiting`): it sets the row's `waiters` flag while
+ * the run is still in flight, under the row lock the completion also takes. Either the flag commits first and the
+ * completion sees it and notifies, or the completion commits first and the registration finds the row no longer
+ * in flight (`waiting` false, so the caller claims again and replays). No wake-up falls between the two.
  */
 export function claimSql(schema: string): string {
   const t = runsTable(schema);
@@ -47,37 +70,42 @@ export function claimSql(schema: string): string {
   RETURNING r.*
 ), taken AS (
   UPDATE ${t} AS r SET
-    attempt = CASE WHEN ${EXPIRED('e')} THEN 1 ELSE r.attempt + 1 END,
-    job_id = CASE WHEN ${EXPIRED('e')} THEN $11::text ELSE coalesce(r.job_id, $11::text) END,
-    created_at = CASE WHEN ${EXPIRED('e')} THEN now() ELSE r.created_at END,
-    conflict_count = CASE WHEN ${EXPIRED('e')} THEN 0 ELSE r.conflict_count END,
-    last_conflict_at = CASE WHEN ${EXPIRED('e')} THEN NULL ELSE r.last_conflict_at END,
+    attempt = CASE WHEN ${expired('e')} THEN 1 ELSE r.attempt + 1 END,
+    job_id = CASE WHEN ${expired('e')} THEN $11::text ELSE coalesce(r.job_id, $11::text) END,
+    created_at = CASE WHEN ${expired('e')} THEN now() ELSE r.created_at END,
+    conflict_count = CASE WHEN ${expired('e')} THEN 0 ELSE r.conflict_count END,
+    last_conflict_at = CASE WHEN ${expired('e')} THEN NULL ELSE r.last_conflict_at END,
     user_id = $4::text, parameter_hash = $5::text, status = 'in_progress', final = false,
     lease_owner = $6::text, lease_expires_at = now() + make_interval(secs => $7::float8),
     result_json = NULL, error_json = NULL, trace_id = $9::text, span_id = $10::text,
     started_at = now(), updated_at = now(), completed_at = NULL,
-    expires_at = now() + make_interval(secs => $8::float8)
+    expires_at = now() + make_interval(secs => $8::float8),
+    waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END
   FROM existing e
-  WHERE r.id = e.id AND r.attempt = e.attempt AND r.status = e.status AND (
-    ${EXPIRED('r')}
-    OR (r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text AND (
-      (r.status = 'failed' AND NOT r.final)
-      OR (r.status = 'in_progress' AND r.lease_expires_at <= now() AND $12::boolean)
-    ))
-  )
+  WHERE r.id = e.id AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
+), registered AS (
+  -- Disjoint from \`taken\`: a live lease is never expired nor lapsed, so no row is updated twice.
+  UPDATE ${t} AS r SET waiters = true
+  FROM existing e
+  WHERE $13::boolean AND r.id = e.id AND r.attempt = e.attempt AND ${leaseLive('r')}
+    AND r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text
+  RETURNING r.id
 )
-SELECT 'inserted' AS claim, ${RUN_COLUMNS}, now() AS db_now FROM inserted
+SELECT 'inserted' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('inserted')}, false AS takeover_due, false AS waiting
+FROM inserted
 UNION ALL
-SELECT 'taken' AS claim, ${RUN_COLUMNS}, now() AS db_now FROM taken
+SELECT 'taken' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('taken')}, false AS takeover_due, false AS waiting FROM taken
 UNION ALL
-SELECT 'existing' AS claim, ${RUN_COLUMNS}, now() AS db_now FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
+SELECT 'existing' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('existing')}, ${TAKEOVER('existing')} AS takeover_due,
+  EXISTS (SELECT 1 FROM registered) AS waiting
+FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 }
 
 /**
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
- * every waiter. $1 id, $2 attempt, $3 lease owner, $4 status, $5 final, $6 result json, $7 error json,
- * $8 ttl seconds, $9 notify channel.
+ * the waiters, if any registered (see the claim). $1 id, $2 attempt, $3 lease owner, $4 status, $5 final,
+ * $6 result json, $7 error json, $8 ttl seconds, $9 notify channel.
  */
 export function completeSql(schema: string): string {
   return `WITH done AS (
@@ -85,9 +113,11 @@ export function completeSql(schema: string): string {
     error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
     expires_at = now() + make_interval(secs => $8::float8)
   WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
-  RETURNING id, completed_at
+  RETURNING id, completed_at, expires_at, waiters
 )
-SELECT id::text AS id, completed_at, pg_notify($9::text, id::text) AS notified FROM done`;
+SELECT id::text AS id, completed_at, expires_at, now() AS db_now, waiters AS notified,
+  CASE WHEN waiters THEN pg_notify($9::text, id::text) END
+FROM done`;
 }
 
 /** Extends a lease, fenced like the completion. $1 id, $2 attempt, $3 owner, $4 lease seconds. */
@@ -104,7 +134,7 @@ export function recordConflictSql(schema: string): string {
 
 /** A job by id, within its tenant and tool. $1 tenant, $2 tool, $3 job id. */
 export function findJobSql(schema: string): string {
-  return `SELECT ${RUN_COLUMNS}, now() AS db_now FROM ${runsTable(schema)}
+  return `SELECT ${RUN_COLUMNS}, ${RUN_FLAGS('r')} FROM ${runsTable(schema)} r
 WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 }
 
@@ -112,11 +142,11 @@ WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 export function purgeExpiredBatchSql(schema: string): string {
   const t = runsTable(schema);
   return `DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t} r WHERE ${EXPIRED('r')} ORDER BY expires_at LIMIT $1::integer FOR UPDATE SKIP LOCKED
+  SELECT id FROM ${t} r WHERE ${expired('r')} ORDER BY expires_at LIMIT $1::integer FOR UPDATE SKIP LOCKED
 )`;
 }
 
 /** Counts expired rows (for dry runs and progress). */
 export function countExpiredSql(schema: string): string {
-  return `SELECT count(*)::bigint::text AS count FROM ${runsTable(schema)} r WHERE ${EXPIRED('r')}`;
+  return `SELECT count(*)::bigint::text AS count FROM ${runsTable(schema)} r WHERE ${expired('r')}`;
 }

@@ -3,6 +3,7 @@ import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
 import type { Driver } from './driver.js';
 import { ledgerUnavailable } from './errors.js';
+import { ResultCache, type ResultCacheLimits } from './result-cache.js';
 import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
 import {
   claimSql,
@@ -28,6 +29,8 @@ export interface ClaimRequest {
   readonly spanId: string | undefined;
   readonly jobId: string | undefined;
   readonly allowLeaseTakeover: boolean;
+  /** Register as waiting when the run is in flight, so its completion notifies (only then). */
+  readonly wouldWait: boolean;
 }
 
 export interface Completion {
@@ -67,10 +70,14 @@ export class LedgerStore {
   readonly #driver: Driver;
   readonly #sql: ReturnType<typeof statements>;
   readonly channel: string;
+  readonly #cache: ResultCache;
+  /** Claims this process won and has not completed yet, so a completion can fill the replay cache. */
+  readonly #won = new Map<string, ClaimRow>();
 
-  constructor(driver: Driver, schema: string) {
+  constructor(driver: Driver, schema: string, cache: ResultCacheLimits = { maxEntries: 0, maxBytes: 0 }) {
     this.#driver = driver;
     this.#sql = statements(schema);
+    this.#cache = new ResultCache(cache);
     // A plain lowercase identifier: both pg and PGlite LISTEN it without quoting surprises.
     this.channel = `tool_ledger_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
   }
@@ -98,7 +105,22 @@ export class LedgerStore {
     }
   }
 
+  /** The replay cache, for tests and the bench. */
+  get cache(): ResultCache {
+    return this.#cache;
+  }
+
+  /** The claim statement, or a completed row from the replay cache when this process saw it (no round trip). */
   async claim(request: ClaimRequest, timer?: OperationTimer): Promise<ClaimRow | undefined> {
+    const cached = this.#cache.replay(
+      request.tenant,
+      request.tool,
+      request.key,
+      request.user ?? null,
+      request.paramsHash,
+    );
+    if (cached) return cached;
+    const sentAt = performance.now();
     const rows = await this.#run<Record<string, unknown>>(
       this.#driver,
       this.#sql.claim,
@@ -115,13 +137,20 @@ export class LedgerStore {
         request.spanId ?? null,
         request.jobId ?? null,
         request.allowLeaseTakeover,
+        request.wouldWait,
       ],
       'claim the idempotency key',
       'claim',
       timer,
     );
-    const row = rows[0];
-    return row ? asRow<ClaimRow>(row) : undefined;
+    const row = rows[0] ? asRow<ClaimRow>(rows[0]) : undefined;
+    if (row?.claim === 'existing') this.#cache.remember(row, sentAt);
+    else if (row && this.#cache.enabled) {
+      this.#won.set(row.id, row);
+      // Bounded like the cache: a claim whose completion never comes (a crash of its handler's save) ages out.
+      if (this.#won.size > this.#cache.maxEntries) this.#won.delete(this.#won.keys().next().value!);
+    }
+    return row;
   }
 
   /** Returns the completion time, or undefined when the fence refused the write (the lease was lost). */
@@ -130,7 +159,10 @@ export class LedgerStore {
     timer?: OperationTimer,
     client?: Queryable,
   ): Promise<Date | undefined> {
-    const rows = await this.#run<{ completed_at: Date }>(
+    const sentAt = performance.now();
+    const won = this.#won.get(completion.id);
+    this.#won.delete(completion.id);
+    const rows = await this.#run<{ completed_at: Date; expires_at: Date; db_now: Date }>(
       client ?? this.#driver,
       this.#sql.complete,
       [
@@ -148,13 +180,37 @@ export class LedgerStore {
       'complete',
       timer,
     );
-    return rows[0]?.completed_at;
+    const done = rows[0];
+    // Inside a transaction the row is not committed yet, and may never be: only an autocommit completion is cached.
+    if (done && won && won.attempt === completion.attempt && client === undefined) {
+      this.#cache.remember(
+        {
+          ...won,
+          status: completion.status,
+          final: completion.final,
+          lease_owner: null,
+          lease_expires_at: null,
+          lease_live: false,
+          result_json: null,
+          error_json: completion.error,
+          completed_at: done.completed_at,
+          expires_at: done.expires_at,
+          db_now: done.db_now,
+        },
+        sentAt,
+        completion.resultJson,
+      );
+    }
+    return done?.completed_at;
   }
 
-  /** True while the lease is still ours. */
+  /**
+   * True while the lease is still ours. Runs on the driver's reserved connection, so a pool full of the very work
+   * this lease protects cannot make it lapse.
+   */
   async renewLease(id: string, attempt: number, owner: string, leaseSeconds: number): Promise<boolean> {
     const rows = await this.#run(
-      this.#driver,
+      this.#driver.reserved,
       this.#sql.renew,
       [id, attempt, owner, leaseSeconds],
       'renew the lease',

@@ -1,32 +1,62 @@
 import type { ConflictReason } from '../contract/errors.js';
-import { type ClaimRow, isExpired, leaseRemainingMs } from '../ledger/run-row.js';
+import type { ClaimRow } from '../ledger/run-row.js';
 
+/** What each verdict carries besides its kind. */
+interface VerdictFields {
+  /** This call holds the claim (a new run, or a takeover): run the handler. */
+  readonly won: { readonly row: ClaimRow };
+  /** A saved success: return it. */
+  readonly replay: { readonly row: ClaimRow };
+  /** A saved final failure: replay it. */
+  readonly final_failure: { readonly row: ClaimRow };
+  /** The key belongs to a different request. */
+  readonly conflict: { readonly row: ClaimRow; readonly reason: ConflictReason };
+  /** Another execution holds a live lease. */
+  readonly running: { readonly row: ClaimRow };
+  /** A lapsed lease that may not be taken over (a job with `resumeAbandoned: false`). */
+  readonly abandoned: { readonly row: ClaimRow };
+  /**
+   * The row is this call's own: an earlier claim from this process whose answer was lost, retried with its owner
+   * token. Renew the lease, then run the handler.
+   */
+  readonly reclaimed: { readonly row: ClaimRow };
+  /** The row changed between the statement's snapshot and its write (or a parallel insert won): claim again. */
+  readonly raced: { readonly row: undefined | ClaimRow };
+}
+
+export type VerdictKind = keyof VerdictFields;
+export type VerdictOf<K extends VerdictKind> = { readonly kind: K } & VerdictFields[K];
 /** What a claim statement's answer means for this call. */
-export type ClaimVerdict =
-  | { readonly kind: 'won' }
-  | { readonly kind: 'replay' }
-  | { readonly kind: 'final_failure' }
-  | { readonly kind: 'conflict'; readonly reason: ConflictReason }
-  | { readonly kind: 'running' }
-  | { readonly kind: 'abandoned' }
-  /** The row changed between the statement's snapshot and its write: claim again. */
-  | { readonly kind: 'raced' };
+export type Verdict = { [K in VerdictKind]: VerdictOf<K> }[VerdictKind];
 
-export function judgeClaim(
-  row: ClaimRow,
-  request: { user: string | undefined; paramsHash: string; allowLeaseTakeover: boolean },
-): ClaimVerdict {
-  if (row.claim !== 'existing') return { kind: 'won' };
-  if (isExpired(row)) return { kind: 'raced' };
-  if (row.user_id !== (request.user ?? null)) return { kind: 'conflict', reason: 'user_mismatch' };
-  if (row.parameter_hash !== request.paramsHash) return { kind: 'conflict', reason: 'params_mismatch' };
-  switch (row.status) {
-    case 'succeeded':
-      return { kind: 'replay' };
-    case 'failed':
-      return row.final ? { kind: 'final_failure' } : { kind: 'raced' };
-    default:
-      if (leaseRemainingMs(row) > 0) return { kind: 'running' };
-      return request.allowLeaseTakeover ? { kind: 'raced' } : { kind: 'abandoned' };
-  }
+export interface JudgedRequest {
+  readonly user: string | undefined;
+  readonly paramsHash: string;
+  /** This call's lease owner token (a lost claim's, when retrying one). */
+  readonly leaseOwner?: string;
+}
+
+/**
+ * Reads the claim's answer. Pure: the expiry and takeover rules were applied by the statement, whose flags
+ * (`takeover_due`, `lease_live`) this only reads.
+ */
+export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): Verdict {
+  // No row: a parallel insert committed between the statement's snapshot and its own insert.
+  if (row === undefined) return { kind: 'raced', row };
+  if (row.claim !== 'existing') return { kind: 'won', row };
+  if (row.takeover_due) return { kind: 'raced', row };
+  if (row.user_id !== (request.user ?? null)) return { kind: 'conflict', row, reason: 'user_mismatch' };
+  if (row.parameter_hash !== request.paramsHash) return { kind: 'conflict', row, reason: 'params_mismatch' };
+  const byStatus = {
+    succeeded: { kind: 'replay', row },
+    // A retryable failure of the same request is always due for takeover, so a failure seen here is final.
+    failed: { kind: 'final_failure', row },
+    in_progress:
+      row.lease_owner !== null && row.lease_owner === request.leaseOwner
+        ? { kind: 'reclaimed', row }
+        : row.lease_live
+          ? { kind: 'running', row }
+          : { kind: 'abandoned', row },
+  } as const satisfies Record<ClaimRow['status'], Verdict>;
+  return byStatus[row.status];
 }

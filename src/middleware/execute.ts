@@ -7,6 +7,7 @@ import type { Completion } from '../ledger/store.js';
 import type { CallFacts } from './facts.js';
 import { toStoredError } from './failures.js';
 import { holdLease } from './lease.js';
+import { LostClaims } from './lost-claims.js';
 import type { LedgerRuntime } from './runtime.js';
 
 export interface ExecutorSettings {
@@ -28,17 +29,8 @@ export type Execute = (
   facts: CallFacts,
 ) => Promise<{ value: unknown; completedAt: Date }>;
 
-/** How long a result whose completion failed is kept and retried in the background. */
-const BACKGROUND_SAVE_MS = 10 * 60_000;
-const BACKGROUND_FIRST_DELAY_MS = 250;
-// Short, so that when the database comes back this save usually lands before a retry finds the lease lapsed.
-const BACKGROUND_MAX_DELAY_MS = 1000;
-
-function sleep(ms: number, { keepAlive = true } = {}): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    if (!keepAlive) timer.unref();
-  });
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**
@@ -77,35 +69,13 @@ export function createExecutor(settings: ExecutorSettings): Execute {
   };
 
   /**
-   * Keeps trying to save a result whose completion failed, after the caller has been told. Until it lands, the row
-   * stays `in_progress` under this attempt, so a retry with the same key waits for it instead of running the
-   * handler again; the fence still refuses it if another caller took the key over meanwhile.
+   * Keeps the outcome of a completion that failed, after the caller has been told, and saves it in the background.
+   * Until it lands, the row stays `in_progress` under this attempt, so a retry with the same key waits for it
+   * instead of running the handler again; the fence still refuses it if another caller took the key over. False
+   * when the limits on kept outcomes leave no room.
    */
-  const saveLater = (completion: Completion): void => {
-    let stopped = false;
-    const forget = runtime.abortOnClose(() => {
-      stopped = true;
-    });
-    const work = (async () => {
-      const deadline = Date.now() + BACKGROUND_SAVE_MS;
-      try {
-        for (let delayMs = BACKGROUND_FIRST_DELAY_MS; !stopped && Date.now() < deadline; ) {
-          // Not kept alive for this: a process that is done may exit, as it could crash, and a later retry decides.
-          await sleep(delayMs, { keepAlive: false });
-          if (stopped) return;
-          try {
-            await store.complete(completion, () => {});
-            return;
-          } catch {
-            delayMs = Math.min(delayMs * 2, BACKGROUND_MAX_DELAY_MS);
-          }
-        }
-      } finally {
-        forget();
-      }
-    })();
-    void runtime.track(work);
-  };
+  const saveLater = (key: string, completion: Completion): boolean =>
+    runtime.saves.offer(name, key, completion, (work) => void runtime.track(work));
 
   const resultNotSaved = (error: unknown) => {
     // The store's own message says nothing was decided, which stopped being true when the handler ran.
@@ -115,6 +85,15 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       'LEDGER_UNAVAILABLE',
       `Tool "${name}" ran, but the database failed while saving its result (${detail}). This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it (IN_PROGRESS until then); do not use a new key, or the action may run twice.`,
       { cause: error, retryable: true },
+    );
+  };
+
+  const resultNotKept = (error: unknown) => {
+    const { maxUnsavedResults, maxUnsavedResultBytes } = runtime.config;
+    return new ToolLedgerError(
+      'LEDGER_UNAVAILABLE',
+      `Tool "${name}" ran, but the database failed while saving its result, and this process already keeps ${runtime.saves.count} unsaved results (${runtime.saves.bytes} bytes; maxUnsavedResults=${maxUnsavedResults}, maxUnsavedResultBytes=${maxUnsavedResultBytes}), so this one was not kept. The action happened; a retry with the same key gets IN_PROGRESS until the lease lapses and then runs the tool again. Check the database before retrying, and raise the limits if outages outlast them.`,
+      { cause: error, retryable: false },
     );
   };
 
@@ -148,16 +127,19 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     });
     const started = performance.now();
     let handlerFailed = false;
+    let handlerError: unknown;
     const runHandler = async (db: Queryable | undefined) => {
       try {
         return await handler(input, handlerContext(db));
       } catch (error) {
         handlerFailed = true;
+        handlerError = error;
         throw error;
       } finally {
         facts.executionSeconds = (performance.now() - started) / 1000;
       }
     };
+    const savesKey = LostClaims.key(tenant, name, context.key as string);
     const recordFailure = async (error: unknown, final: boolean) => {
       const completion: Completion = {
         ...base,
@@ -171,7 +153,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       } catch {
         // The caller gets the handler's own error either way; saving it later keeps a final failure from being
         // retried by the next call with this key.
-        saveLater(completion);
+        saveLater(savesKey, completion);
       }
     };
 
@@ -194,7 +176,8 @@ export function createExecutor(settings: ExecutorSettings): Execute {
             await recordFailure(notJson(error, false), false);
             throw notJson(error, false);
           }
-          if (handlerFailed) {
+          // The driver replaces the handler's error when the connection died under it: not the handler's failure.
+          if (handlerFailed && error === handlerError) {
             await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
           } else if (!(error instanceof ToolLedgerError && error.code === 'LEASE_LOST')) {
             await recordFailure(error, false);
@@ -229,7 +212,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       try {
         completedAt = await complete(completion, scope);
       } catch (error) {
-        saveLater(completion);
+        if (!saveLater(savesKey, completion)) throw resultNotKept(error);
         throw resultNotSaved(error);
       }
       if (!completedAt) throw leaseLost();

@@ -1,14 +1,12 @@
 import type { JobStatus } from '../contract/types.js';
-import { leaseRemainingMs, type RunRow } from '../ledger/run-row.js';
+import type { RunRow } from '../ledger/run-row.js';
 
 export function jobStatusOf<T>(row: RunRow): JobStatus<T> {
   const base = { jobId: row.job_id ?? row.id, attempt: row.attempt };
-  switch (row.status) {
-    case 'succeeded':
-      return { ...base, status: 'succeeded', result: row.result_json as T };
-    case 'failed':
-      return { ...base, status: 'failed', ...(row.error_json ? { error: row.error_json } : {}) };
-    default:
-      return { ...base, status: leaseRemainingMs(row) > 0 ? 'running' : 'abandoned' };
-  }
+  const byStatus = {
+    succeeded: () => ({ ...base, status: 'succeeded', result: row.result_json as T }),
+    failed: () => ({ ...base, status: 'failed', ...(row.error_json ? { error: row.error_json } : {}) }),
+    in_progress: () => ({ ...base, status: row.lease_live ? 'running' : 'abandoned' }),
+  } as const satisfies Record<RunRow['status'], () => JobStatus<T>>;
+  return byStatus[row.status]();
 }

@@ -26,8 +26,12 @@ export function holdLease(
     controller?.abort(reason);
   };
   const forget = abortOnClose(abort);
+  const leaseMs = leaseSeconds * 1000;
+  let renewedAt = performance.now();
+  let renewing = false;
   const renew = async () => {
     if (abortedWith !== undefined) return;
+    const sent = performance.now();
     const held = await store.renewLease(run.id, run.attempt, run.owner, leaseSeconds);
     if (!held) {
       abort(
@@ -36,14 +40,34 @@ export function holdLease(
           `This execution's lease lapsed and another caller took over the key (leaseSeconds=${leaseSeconds}). Its result will be discarded. Renew the lease (ctx.renewLease) or raise leaseSeconds for long handlers.`,
         ),
       );
+      return;
     }
+    renewedAt = Math.max(renewedAt, sent);
   };
   const timer = setInterval(
     () => {
-      // A failed renewal is not yet a lost lease: the next tick tries again, and the fence decides at completion.
-      renew().catch(() => {});
+      // One renewal at a time: a slow database must not pile them up.
+      if (renewing || abortedWith !== undefined) return;
+      renewing = true;
+      renew()
+        .catch((error: unknown) => {
+          // A failed renewal is not yet a lost lease: the next tick tries again, and the fence decides at
+          // completion. Once a whole lease has passed without one, another caller may have taken over: say so.
+          if (performance.now() - renewedAt < leaseMs) return;
+          abort(
+            new ToolLedgerError(
+              'LEASE_LOST',
+              `This execution's lease could not be renewed for ${leaseSeconds} s (${error instanceof Error ? error.message : String(error)}), so another caller may take over the key. Stop work that is not yet done; the result is saved only if the lease is still held.`,
+              { cause: error },
+            ),
+          );
+        })
+        .finally(() => {
+          renewing = false;
+          if (abortedWith !== undefined) clearInterval(timer);
+        });
     },
-    Math.max(10, (leaseSeconds * 1000) / 3),
+    Math.max(10, leaseMs / 3),
   );
   timer.unref();
   return {

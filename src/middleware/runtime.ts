@@ -3,19 +3,40 @@ import { ToolLedgerError } from '../contract/errors.js';
 import type { CallObserver } from '../contract/observer.js';
 import type { CompletionNotifier } from '../ledger/notifier.js';
 import type { LedgerStore } from '../ledger/store.js';
+import { BackgroundSaves } from './background-saves.js';
+import { LostClaims } from './lost-claims.js';
 
 /** What every tool of one ledger shares. Internal. */
 export class LedgerRuntime {
   readonly #pending = new Set<Promise<unknown>>();
   readonly #running = new Set<(reason: unknown) => void>();
   #closed = false;
+  /** Claims whose answer was lost, so a retry from this process can take its own row back. */
+  readonly lostClaims = new LostClaims();
+
+  /** Outcomes whose completion failed, saved again in the background within the configured limits. */
+  readonly saves: BackgroundSaves;
 
   constructor(
     readonly config: ResolvedConfig,
     readonly store: LedgerStore,
     readonly notifier: CompletionNotifier,
     readonly observer: CallObserver,
-  ) {}
+  ) {
+    this.saves = new BackgroundSaves(
+      store,
+      { maxCount: config.maxUnsavedResults, maxBytes: config.maxUnsavedResultBytes },
+      (tool, delta) => {
+        try {
+          observer.unsavedResults?.(tool, delta);
+        } catch {
+          // Telemetry never changes an outcome.
+        }
+      },
+    );
+    // Registered for the ledger's life: closing stops the background saves once its timeout has passed.
+    this.abortOnClose(() => this.saves.stop());
+  }
 
   get closed(): boolean {
     return this.#closed;

@@ -1,96 +1,123 @@
 import { randomUUID } from 'node:crypto';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { checkSeconds } from '../config.js';
-import { ToolFailure, ToolLedgerError } from '../contract/errors.js';
+import { type ResolvedToolConfig, resolveToolConfig } from '../config.js';
+import { ToolLedgerError } from '../contract/errors.js';
 import { parameterHash } from '../contract/fingerprint.js';
-import { NotJsonError, toJsonValue } from '../contract/json.js';
+import { type JsonValue, NotJsonError, toJsonValue } from '../contract/json.js';
 import { assertStorableId, assertValidKey } from '../contract/keys.js';
-import type { CallScope, Decision, SpanRef } from '../contract/observer.js';
+import type { CallScope } from '../contract/observer.js';
+import type { RejectedReason } from '../contract/outcomes.js';
 import type {
   CallContext,
   CallInputOf,
-  HandlerContext,
   InvokeReport,
   JobStatus,
-  Outcome,
-  RejectedReason,
+  KeyedCallContext,
   ToolKind,
   ToolOptions,
 } from '../contract/types.js';
-import { type ClaimRow, leaseRemainingMs } from '../ledger/run-row.js';
 import { newLeaseOwner } from '../ledger/store.js';
-import { judgeClaim } from './decide.js';
+import { type CallEnd, isRefusal, type Refusal, rejected } from './call-end.js';
+import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';
 import type { CallFacts } from './facts.js';
-import { replayedFailure } from './failures.js';
 import { jobStatusOf } from './job-status.js';
+import { LostClaims } from './lost-claims.js';
+import { runRead } from './read.js';
 import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
+import { Waiter } from './wait.js';
 
-const TOOL_NAME = /^[\p{L}\p{N}_.\-:/]{1,128}$/u;
-const KINDS: readonly ToolKind[] = ['read', 'mutation', 'job'];
-const MAX_RACE_RETRIES = 50;
+/** The context argument of `call` and `invoke`: optional for read tools, with a required key otherwise. */
+export type ContextArgs<TKind extends ToolKind> = TKind extends 'read'
+  ? [context?: CallContext]
+  : [context: KeyedCallContext];
 
-/** A tool wrapped by the ledger. `call` returns the value; `invoke` also says how it was obtained. */
-export interface LedgerTool<TCallInput, TValue> {
+/** Who may read a job's status: the tenant and the user the job ran for. */
+export type JobLookup = Pick<CallContext, 'tenant' | 'user'>;
+
+interface ToolBase<TCallInput, TValue, TKind extends ToolKind, TArgs extends unknown[] = ContextArgs<TKind>> {
   readonly name: string;
-  readonly kind: ToolKind;
+  readonly kind: TKind;
   readonly description: string | undefined;
   readonly title: string | undefined;
   readonly destructive: boolean;
   /** The Standard Schema validator, for adapters that publish a JSON schema. */
   readonly input: StandardSchemaV1 | undefined;
-  call(input: TCallInput, context?: CallContext): Promise<TValue>;
-  invoke(input: TCallInput, context?: CallContext): Promise<InvokeReport<TValue>>;
+  call(input: TCallInput, ...context: TArgs): Promise<TValue>;
+  invoke(input: TCallInput, ...context: TArgs): Promise<InvokeReport<TValue>>;
+}
+
+/** A job tool: `call` starts (or reports) the job, `getJob` reads its status by id. */
+export interface JobTool<TCallInput, TValue, TArgs extends unknown[] = ContextArgs<'job'>>
+  extends ToolBase<TCallInput, TValue, 'job', TArgs> {
   /**
-   * For jobs: the current status of a job by id, within the tenant. Undefined when no such job exists there.
+   * The current status of a job by id, for the tenant and user it ran for. Undefined when there is no such job
+   * for them.
    */
-  getJob(jobId: string, context?: Pick<CallContext, 'tenant'>): Promise<TValue | undefined>;
+  getJob(jobId: string, context?: JobLookup): Promise<TValue | undefined>;
 }
 
-function outcomeOf(error: unknown): { outcome: Outcome; rejectedReason?: RejectedReason } {
-  if (!(error instanceof ToolLedgerError)) return { outcome: 'failed' };
-  switch (error.code) {
-    case 'KEY_REQUIRED':
-      return { outcome: 'rejected', rejectedReason: 'key_required' };
-    case 'KEY_INVALID':
-      return { outcome: 'rejected', rejectedReason: 'key_invalid' };
-    case 'INPUT_INVALID':
-      return { outcome: 'rejected', rejectedReason: 'input_invalid' };
-    case 'KEY_REUSED':
-      return { outcome: 'conflict' };
-    case 'IN_PROGRESS':
-      return { outcome: 'in_progress' };
-    default:
-      return { outcome: error instanceof ToolFailure && error.replayed ? 'replayed' : 'failed' };
+/** A tool of any kind, as adapters hold it: the key is checked at run time; `kind === 'job'` narrows to jobs. */
+type AnyTool<TCallInput, TValue> =
+  | ToolBase<TCallInput, TValue, 'read' | 'mutation', [context?: CallContext]>
+  | JobTool<TCallInput, TValue, [context?: CallContext]>;
+
+/**
+ * A tool wrapped by the ledger. `call` returns the value; `invoke` also says how it was obtained. The kind decides
+ * the shape: mutations and jobs need a key, and only jobs have `getJob`.
+ */
+export type LedgerTool<TCallInput, TValue, TKind extends ToolKind = ToolKind> = ToolKind extends TKind
+  ? AnyTool<TCallInput, TValue>
+  : TKind extends 'job'
+    ? JobTool<TCallInput, TValue>
+    : ToolBase<TCallInput, TValue, TKind>;
+
+/** Turns a check that throws into the refusal it stands for. */
+function refuseIf(reason: RejectedReason, check: () => void): Refusal | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (error) {
+    return rejected(reason, error);
   }
 }
 
-function spanOf(row: ClaimRow): SpanRef | undefined {
-  return row.trace_id && row.span_id ? { traceId: row.trace_id, spanId: row.span_id } : undefined;
+/** The checks of the call context, before anything else runs. */
+function admitContext(tool: ResolvedToolConfig, context: CallContext): Refusal | undefined {
+  const { name, kind } = tool;
+  return (
+    refuseIf('context_invalid', () => {
+      assertStorableId(context.tenant ?? 'default', 'tenant', name);
+      if (context.user !== undefined) assertStorableId(context.user, 'user', name);
+    }) ??
+    (kind === 'read'
+      ? undefined
+      : context.key === undefined || context.key === null
+        ? rejected(
+            'key_required',
+            new ToolLedgerError(
+              'KEY_REQUIRED',
+              `Tool "${name}" changes the world and needs an idempotency key. Pass { key } naming this intent: reuse the same key when retrying the same request, and a new key for a new or changed request.`,
+            ),
+          )
+        : refuseIf('key_invalid', () => assertValidKey(context.key, name)))
+  );
 }
 
-function checkDefinition(definition: ToolOptions<StandardSchemaV1 | undefined, unknown>): void {
-  const invalid = (message: string) => new ToolLedgerError('CONFIG_INVALID', message);
-  if (typeof definition?.name !== 'string' || !TOOL_NAME.test(definition.name)) {
-    throw invalid(
-      `Tool name ${JSON.stringify(definition?.name)} is invalid: use 1-128 letters, digits and _ . - : / (for example "create_invoice").`,
+function inputJson(name: string, validated: unknown): { readonly json: JsonValue } | Refusal {
+  try {
+    return { json: toJsonValue(validated, { storable: false }) };
+  } catch (error) {
+    if (!(error instanceof NotJsonError)) throw error;
+    return rejected(
+      'input_invalid',
+      new ToolLedgerError(
+        'INPUT_INVALID',
+        `Input for tool "${name}" is not JSON (${error.message}). Nothing was saved; pass JSON-safe values.`,
+        { cause: error, issues: [{ message: error.reason, path: [error.path] }] },
+      ),
     );
-  }
-  if (!KINDS.includes(definition.kind)) {
-    throw invalid(
-      `Tool "${definition.name}" has kind ${JSON.stringify(definition.kind)}; use 'read', 'mutation' or 'job'.`,
-    );
-  }
-  if (typeof definition.handler !== 'function')
-    throw invalid(`Tool "${definition.name}" needs a handler function.`);
-  if (definition.input !== undefined && typeof definition.input?.['~standard']?.validate !== 'function') {
-    throw invalid(
-      `Tool "${definition.name}": input must be a Standard Schema validator (zod 4, valibot, arktype).`,
-    );
-  }
-  if (definition.transactional && definition.kind !== 'mutation') {
-    throw invalid(`Tool "${definition.name}": transactional is only supported for kind 'mutation'.`);
   }
 }
 
@@ -98,218 +125,61 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   runtime: LedgerRuntime,
   definition: ToolOptions<TSchema, TOutput>,
 ): LedgerTool<CallInputOf<TSchema>, unknown> {
-  checkDefinition(definition as ToolOptions<StandardSchemaV1 | undefined, unknown>);
-  const { config, store, notifier, observer } = runtime;
-  const name = definition.name;
-  const kind = definition.kind;
-  const leaseSeconds = checkSeconds(
-    `${name}.leaseSeconds`,
-    definition.leaseSeconds,
-    config.leaseSeconds,
-    0.05,
+  const tool = resolveToolConfig(
+    definition as ToolOptions<StandardSchemaV1 | undefined, unknown>,
+    runtime.config,
   );
-  const waitMs = checkSeconds(`${name}.waitSeconds`, definition.waitSeconds, config.waitSeconds, 0) * 1000;
-  const ttlSeconds = checkSeconds(`${name}.ttlSeconds`, definition.ttlSeconds, config.ttlSeconds, 0);
-  const volatileFields = [...(definition.volatileFields ?? [])];
-  const isFinalError = definition.isFinalError ?? (() => false);
-  const allowLeaseTakeover = kind !== 'job' || definition.resumeAbandoned !== false;
-  const handler = definition.handler as (input: unknown, ctx: HandlerContext) => unknown;
+  const { name, kind, handler } = tool;
+  const { store, notifier, observer } = runtime;
+  const execute = createExecutor({ runtime, ...tool });
+  const claimLoop = kind === 'read' ? undefined : createClaimLoop(kind, { name, runtime, execute });
 
-  const execute = createExecutor({
-    runtime,
-    name,
-    handler,
-    transactional: definition.transactional === true,
-    isFinalError,
-    leaseSeconds,
-    ttlSeconds,
-  });
-
-  const decide = async (input: unknown, context: CallContext, scope: CallScope, facts: CallFacts) => {
+  const decide = async (
+    input: unknown,
+    context: CallContext,
+    scope: CallScope,
+    facts: CallFacts,
+  ): Promise<CallEnd> => {
+    const refusal = admitContext(tool, context);
+    if (refusal) return refusal;
     const tenant = context.tenant ?? 'default';
-    assertStorableId(tenant, 'tenant', name);
-    if (context.user !== undefined) assertStorableId(context.user, 'user', name);
-    if (kind !== 'read') {
-      if (context.key === undefined || context.key === null) {
-        throw new ToolLedgerError(
-          'KEY_REQUIRED',
-          `Tool "${name}" changes the world and needs an idempotency key. Pass { key } naming this intent: reuse the same key when retrying the same request, and a new key for a new or changed request.`,
-        );
-      }
-      assertValidKey(context.key, name);
-    }
-    const validated = await validateInput(definition.input, input, name);
-
-    if (kind === 'read') {
-      const started = performance.now();
-      scope.handlerStarted();
-      try {
-        const value = await handler(validated, {
-          tool: name,
-          tenant,
-          key: context.key,
-          user: context.user,
-          toolCallId: context.toolCallId,
-          attempt: 1,
-          jobId: undefined,
-          signal: new AbortController().signal,
-          db: undefined,
-          renewLease: async () => {},
-        });
-        return {
-          outcome: 'executed' as const,
-          value,
-          tenant,
-          paramsHash: undefined,
-          completedAt: new Date(),
-          row: undefined,
-        };
-      } finally {
-        facts.executionSeconds = (performance.now() - started) / 1000;
-        scope.handlerFinished();
-      }
-    }
-
-    let json: ReturnType<typeof toJsonValue>;
+    let validated: unknown;
     try {
-      json = toJsonValue(validated, { storable: false });
+      validated = await validateInput(tool.input, input, name);
     } catch (error) {
-      if (!(error instanceof NotJsonError)) throw error;
-      throw new ToolLedgerError(
-        'INPUT_INVALID',
-        `Input for tool "${name}" is not JSON (${error.message}). Nothing was saved; pass JSON-safe values.`,
-        { cause: error, issues: [{ message: error.reason, path: [error.path] }] },
-      );
+      return rejected('input_invalid', error);
     }
-    const paramsHash = parameterHash(json, volatileFields);
+    if (!claimLoop) return runRead(handler, name, validated, context, tenant, scope, facts);
+
+    const converted = inputJson(name, validated);
+    if ('error' in converted) return converted;
+    const paramsHash = parameterHash(converted.json, tool.volatileFields);
     scope.setParamsHash(paramsHash);
-    const key = context.key as string;
     const span = scope.spanRef;
-    const request = {
-      tenant,
-      tool: name,
-      key,
-      user: context.user,
-      paramsHash,
-      leaseOwner: newLeaseOwner(),
-      leaseSeconds,
-      ttlSeconds,
-      traceId: span?.traceId,
-      spanId: span?.spanId,
-      jobId: kind === 'job' ? `job_${randomUUID()}` : undefined,
-      allowLeaseTakeover,
-    };
-
-    const waitStarted = performance.now();
-    let backoffMs = 20;
-    let listening = false;
-    for (let races = 0; ; ) {
-      const row = await store.claim(request, scope.recordLedgerOperation);
-      if (!row) {
-        // A parallel insert committed between this statement's snapshot and its insert: claim again.
-        if (++races > MAX_RACE_RETRIES) throw contention();
-        continue;
-      }
-      facts.attempt = row.attempt;
-      if (row.job_id) facts.jobId = row.job_id;
-      const verdict = judgeClaim(row, request);
-      const replayOf = (value: unknown) => ({
-        outcome: 'replayed' as const,
-        value,
+    return claimLoop({
+      request: {
         tenant,
+        tool: name,
+        key: context.key as string,
+        user: context.user,
         paramsHash,
-        completedAt: row.completed_at ?? undefined,
-        row,
-      });
-      const waited = () => {
-        facts.waitedMs = Math.round(performance.now() - waitStarted);
-        return facts.waitedMs;
-      };
-      switch (verdict.kind) {
-        case 'won': {
-          if (races > 0 || backoffMs > 20) waited();
-          if (kind === 'job') {
-            const work = execute(row, validated, context, tenant, scope, facts).catch(() => {});
-            void runtime.track(work);
-            return {
-              outcome: 'executed' as const,
-              value: jobStatusOf({ ...row, status: 'in_progress' }),
-              tenant,
-              paramsHash,
-              completedAt: undefined,
-              row,
-            };
-          }
-          const done = await execute(row, validated, context, tenant, scope, facts);
-          return {
-            outcome: 'executed' as const,
-            value: done.value,
-            tenant,
-            paramsHash,
-            completedAt: done.completedAt,
-            row,
-          };
-        }
-        case 'replay':
-          facts.original = spanOf(row);
-          if (races > 0 || backoffMs > 20) waited();
-          return replayOf(kind === 'job' ? jobStatusOf(row) : row.result_json);
-        case 'final_failure':
-          facts.original = spanOf(row);
-          if (kind === 'job') return replayOf(jobStatusOf(row));
-          throw replayedFailure(row.error_json!);
-        case 'conflict':
-          facts.original = spanOf(row);
-          await store.recordConflict(row.id).catch(() => {});
-          throw new ToolLedgerError(
-            'KEY_REUSED',
-            verdict.reason === 'params_mismatch'
-              ? `This idempotency key was already used for tool "${name}" with different arguments. Use a new key for a new or changed request; reuse a key only to retry the exact same request.`
-              : `This idempotency key was already used for tool "${name}" by a different user. Keys must be unique per intent; generate a new key.`,
-            { conflictReason: verdict.reason },
-          );
-        case 'abandoned':
-          facts.original = spanOf(row);
-          return replayOf(jobStatusOf(row));
-        case 'running': {
-          facts.original = spanOf(row);
-          if (kind === 'job') return replayOf(jobStatusOf(row));
-          const remaining = waitMs - (performance.now() - waitStarted);
-          if (remaining <= 0 || context.signal?.aborted) {
-            waited();
-            const lease = leaseRemainingMs(row);
-            throw new ToolLedgerError(
-              'IN_PROGRESS',
-              `Tool "${name}" is still running the first call with this idempotency key. Retry with the same key in a moment to get its result; do not use a new key, or the action may run twice.`,
-              { retryAfterMs: Math.round(Math.min(Math.max(lease, 100), 1000)) },
-            );
-          }
-          if (!listening) {
-            listening = true;
-            await notifier.ensureListening();
-          }
-          const jitter = 0.8 + Math.random() * 0.4;
-          await notifier.wait(
-            row.id,
-            Math.min(remaining, backoffMs * jitter, leaseRemainingMs(row) + 5),
-            context.signal,
-          );
-          backoffMs = Math.min(backoffMs * 2, 500);
-          waited();
-          continue;
-        }
-        case 'raced':
-          if (++races > MAX_RACE_RETRIES) throw contention();
-          continue;
-      }
-    }
+        leaseOwner:
+          runtime.lostClaims.take(LostClaims.key(tenant, name, context.key as string)) ?? newLeaseOwner(),
+        leaseSeconds: tool.leaseSeconds,
+        ttlSeconds: tool.ttlSeconds,
+        traceId: span?.traceId,
+        spanId: span?.spanId,
+        jobId: kind === 'job' ? `job_${randomUUID()}` : undefined,
+        allowLeaseTakeover: tool.allowLeaseTakeover,
+        wouldWait: kind === 'mutation' && tool.waitMs > 0,
+      },
+      input: validated,
+      context,
+      scope,
+      facts,
+      waiter: new Waiter(notifier, tool.waitMs, context.signal),
+    });
   };
-
-  const contention = () =>
-    new ToolLedgerError(
-      'LEDGER_UNAVAILABLE',
-      `Tool "${name}": the key kept changing under concurrent claims. Retry the call with the same key.`,
-    );
 
   const invoke = async (input: unknown, context: CallContext = {}): Promise<InvokeReport<unknown>> => {
     runtime.assertOpen(name);
@@ -324,43 +194,37 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       input,
     });
     const facts: CallFacts = {};
-    const end = (decision: Decision) => {
-      try {
-        scope.end(decision);
-      } catch {
-        // Telemetry never changes a call's outcome.
-      }
-    };
     return runtime.track(
       scope.run(async () => {
+        // Anything thrown rather than decided (the handler, the database) is a failure.
+        const end = await decide(input, ctx, scope, facts).catch(
+          (error: unknown): Refusal => ({ outcome: 'failed', error }),
+        );
         try {
-          const result = await decide(input, ctx, scope, facts);
-          end({ ...facts, outcome: result.outcome, result: result.value });
-          return {
-            outcome: result.outcome,
-            value: result.value,
-            tool: name,
-            kind,
-            tenant: result.tenant,
-            key: ctx.key,
-            paramsHash: result.paramsHash,
-            attempt: result.row?.attempt ?? (kind === 'read' ? 0 : 1),
-            waitedMs: facts.waitedMs ?? 0,
-            completedAt: result.completedAt,
-            jobId: result.row?.job_id ?? undefined,
-            originalSpan: result.outcome === 'replayed' && result.row ? spanOf(result.row) : undefined,
-          };
-        } catch (error) {
-          const { outcome, rejectedReason } = outcomeOf(error);
-          end({
-            ...facts,
-            outcome,
-            rejectedReason,
-            conflictReason: error instanceof ToolLedgerError ? error.conflictReason : undefined,
-            error,
-          });
-          throw error;
+          scope.end(
+            isRefusal(end)
+              ? { ...facts, ...end, conflictReason: end.conflictReason, rejectedReason: end.rejectedReason }
+              : { ...facts, outcome: end.outcome, result: end.value },
+          );
+        } catch {
+          // Telemetry never changes a call's outcome.
         }
+        if (isRefusal(end)) throw end.error;
+        const row = end.row;
+        return {
+          outcome: end.outcome,
+          value: end.value,
+          tool: name,
+          kind,
+          tenant: typeof ctx.tenant === 'string' ? ctx.tenant : 'default',
+          key: ctx.key,
+          paramsHash: end.paramsHash,
+          attempt: row?.attempt ?? (kind === 'read' ? 0 : 1),
+          waitedMs: facts.waitedMs ?? 0,
+          completedAt: end.completedAt,
+          jobId: row?.job_id ?? undefined,
+          originalSpan: end.outcome !== 'executed' && row ? spanOf(row) : undefined,
+        };
       }),
     );
   };
@@ -368,25 +232,25 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   return Object.freeze({
     name,
     kind,
-    description: definition.description,
-    title: definition.title,
-    destructive: definition.destructive ?? false,
-    input: definition.input,
+    description: tool.description,
+    title: tool.title,
+    destructive: tool.destructive,
+    input: tool.input,
     invoke,
     call: async (input: unknown, context?: CallContext) => (await invoke(input, context)).value,
-    async getJob(jobId: string, context: Pick<CallContext, 'tenant'> = {}): Promise<JobStatus | undefined> {
-      runtime.assertOpen(name);
-      if (kind !== 'job') {
-        throw new ToolLedgerError(
-          'CONFIG_INVALID',
-          `Tool "${name}" is a ${kind}, not a job; getJob is only for kind 'job'.`,
-        );
-      }
-      const tenant = context.tenant ?? 'default';
-      assertStorableId(tenant, 'tenant', name);
-      if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 255) return undefined;
-      const row = await store.findJob(tenant, name, jobId);
-      return row ? jobStatusOf(row) : undefined;
-    },
-  }) as LedgerTool<CallInputOf<TSchema>, unknown>;
+    ...(kind === 'job'
+      ? {
+          async getJob(jobId: string, lookup: JobLookup = {}): Promise<JobStatus | undefined> {
+            runtime.assertOpen(name);
+            const tenant = lookup.tenant ?? 'default';
+            assertStorableId(tenant, 'tenant', name);
+            if (lookup.user !== undefined) assertStorableId(lookup.user, 'user', name);
+            if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 255) return undefined;
+            const row = await store.findJob(tenant, name, jobId);
+            // Another user's job is reported as absent, like a retry with their key: nothing of it is revealed.
+            return row && row.user_id === (lookup.user ?? null) ? jobStatusOf(row) : undefined;
+          },
+        }
+      : {}),
+  }) as unknown as LedgerTool<CallInputOf<TSchema>, unknown>;
 }

@@ -12,6 +12,7 @@ import {
   type UpDownCounter,
 } from '@opentelemetry/api';
 import type { CallScope, CallStart, Decision, LedgerOperation, SpanRef } from '../contract/observer.js';
+import { OUTCOME_INFO } from '../contract/outcomes.js';
 import { put } from './attributes.js';
 import { captureContent } from './content.js';
 import { describeError, type ErrorInfo } from './error-info.js';
@@ -30,7 +31,6 @@ import {
   TOOL_TYPE_FUNCTION,
 } from './vocabulary.js';
 
-const SUCCESS = new Set<string>(['executed', 'replayed']);
 const KNOWN_OUTCOMES = new Set<string>(OUTCOMES);
 const KNOWN_OPERATIONS = new Set<string>(LEDGER_OPERATIONS);
 const HEX_TRACE_ID = /^[0-9a-f]{32}$/;
@@ -181,7 +181,7 @@ export class OtelCallScope implements CallScope {
     this.#ended = true;
     this.handlerFinished();
     const outcome = decision?.outcome;
-    const success = SUCCESS.has(outcome);
+    const success = KNOWN_OUTCOMES.has(outcome) && OUTCOME_INFO[outcome].success;
     const error =
       success || decision === undefined
         ? undefined
@@ -282,7 +282,7 @@ export class OtelCallScope implements CallScope {
     const attributes: Attributes = { ...this.#metricAttributes };
     put(attributes, ATTR.OUTCOME, decision.outcome);
     instruments.calls.add(1, attributes);
-    const ranHandler = decision.outcome === 'executed' || decision.outcome === 'failed';
+    const ranHandler = KNOWN_OUTCOMES.has(decision.outcome) && OUTCOME_INFO[decision.outcome].ranHandler;
     if (ranHandler && Number.isFinite(decision.executionSeconds) && (decision.executionSeconds ?? -1) >= 0) {
       const withError: Attributes = { ...attributes };
       if (error) put(withError, ATTR.ERROR_TYPE, error.type);

@@ -1,5 +1,5 @@
 import type { Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
-import { DURATION_BUCKETS_SECONDS, METRIC, UNIT } from './vocabulary.js';
+import { DURATION_BUCKETS_SECONDS, METRIC, OUTCOMES, UNIT } from './vocabulary.js';
 
 export interface Instruments {
   readonly calls: Counter;
@@ -7,6 +7,7 @@ export interface Instruments {
   readonly waitDuration: Histogram;
   readonly ledgerOperationDuration: Histogram;
   readonly runsInFlight: UpDownCounter;
+  readonly unsavedResults: UpDownCounter;
 }
 
 export function createInstruments(meter: Meter): Instruments {
@@ -17,7 +18,7 @@ export function createInstruments(meter: Meter): Instruments {
   });
   return {
     calls: meter.createCounter(METRIC.TOOL_CALLS, {
-      description: 'Tool calls by outcome (executed, replayed, failed, conflict, in_progress, rejected).',
+      description: `Tool calls by outcome (${OUTCOMES.join(', ')}).`,
       unit: UNIT.CALLS,
     }),
     executeDuration: meter.createHistogram(
@@ -35,6 +36,11 @@ export function createInstruments(meter: Meter): Instruments {
     runsInFlight: meter.createUpDownCounter(METRIC.RUNS_IN_FLIGHT, {
       description: 'Tool handlers running in this process.',
       unit: UNIT.RUNS,
+    }),
+    unsavedResults: meter.createUpDownCounter(METRIC.UNSAVED_RESULTS, {
+      description:
+        'Outcomes whose completion failed, kept in this process until the database takes them (bounded by maxUnsavedResults).',
+      unit: UNIT.RESULTS,
     }),
   };
 }

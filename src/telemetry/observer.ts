@@ -7,7 +7,7 @@ import { createSignals } from './providers.js';
 import { createRedactor } from './redact/default-redactor.js';
 import { safeExecute } from './safe.js';
 import { validateTelemetryOptions } from './validate-options.js';
-import { KEY_HASH_SECRET_ENV, SPAN_NAME_PREFIX } from './vocabulary.js';
+import { ATTR, KEY_HASH_SECRET_ENV, SPAN_NAME_PREFIX } from './vocabulary.js';
 
 const DEFAULT_MAX_CONTENT_LENGTH = 4096;
 const CACHE_LIMIT = 1000;
@@ -61,6 +61,10 @@ export function createOtelObserver(options: TelemetryOptions): CallObserver {
   };
   return {
     startCall: (start) => new OtelCallScope(config, start),
+    unsavedResults: (tool, delta) =>
+      safeExecute('unsaved-results metric', () => {
+        config.signals.instruments().unsavedResults.add(delta, { [ATTR.GEN_AI_TOOL_NAME]: tool });
+      }),
   };
 }
 

@@ -6,6 +6,8 @@
  * copied here as literals rather than imported from the incubating semconv entry point.
  */
 
+import { OUTCOME_INFO, OUTCOMES, type Outcome } from '../contract/outcomes.js';
+
 export const SPAN_NAME_PREFIX = 'execute_tool' as const;
 export const INSTRUMENTATION_SCOPE = 'tool-ledger' as const;
 
@@ -40,9 +42,9 @@ export const OPERATION_NAME_EXECUTE_TOOL = 'execute_tool' as const;
 export const TOOL_TYPE_FUNCTION = 'function' as const;
 export const LINK_TYPE_ORIGINAL_EXECUTION = 'original_execution' as const;
 
-export const OUTCOMES = ['executed', 'replayed', 'failed', 'conflict', 'in_progress', 'rejected'] as const;
+// The outcome list lives with the contract, which every view (types, severities, texts) derives from.
+export { OUTCOMES, REJECTED_REASONS } from '../contract/outcomes.js';
 export const CONFLICT_REASONS = ['params_mismatch', 'user_mismatch'] as const;
-export const REJECTED_REASONS = ['key_required', 'key_invalid', 'input_invalid'] as const;
 export const LEDGER_OPERATIONS = ['claim', 'complete', 'lookup'] as const;
 
 export const METRIC = {
@@ -51,6 +53,7 @@ export const METRIC = {
   WAIT_DURATION: 'tool_ledger.wait.duration',
   LEDGER_OPERATION_DURATION: 'tool_ledger.ledger.operation.duration',
   RUNS_IN_FLIGHT: 'tool_ledger.runs.in_flight',
+  UNSAVED_RESULTS: 'tool_ledger.results.unsaved',
 } as const;
 
 /**
@@ -65,6 +68,7 @@ export const PROMETHEUS_METRIC = {
   WAIT_DURATION: 'tool_ledger_wait_duration_seconds',
   LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration_seconds',
   RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
+  UNSAVED_RESULTS: 'tool_ledger_results_unsaved',
 } as const;
 
 /**
@@ -77,6 +81,7 @@ export const PROMETHEUS_METRIC_IN_PROCESS = {
   WAIT_DURATION: 'tool_ledger_wait_duration',
   LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration',
   RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
+  UNSAVED_RESULTS: 'tool_ledger_results_unsaved',
 } as const;
 
 export const LOG_EVENT_NAME = 'tool_ledger.decision' as const;
@@ -88,20 +93,16 @@ export const SEVERITY = {
   ERROR: { number: 17, text: 'ERROR' },
 } as const;
 
-export const OUTCOME_SEVERITY = {
-  executed: 'INFO',
-  replayed: 'INFO',
-  conflict: 'WARN',
-  in_progress: 'WARN',
-  rejected: 'WARN',
-  failed: 'ERROR',
-} as const;
+export const OUTCOME_SEVERITY = Object.freeze(
+  Object.fromEntries(OUTCOMES.map((outcome) => [outcome, OUTCOME_INFO[outcome].severity])),
+) as { readonly [K in Outcome]: (typeof OUTCOME_INFO)[K]['severity'] };
 
 /** Metric units (UCUM; curly-brace annotations are dropped from Prometheus names). */
 export const UNIT = {
   SECONDS: 's',
   CALLS: '{call}',
   RUNS: '{run}',
+  RESULTS: '{result}',
 } as const;
 
 /** `error.type` for errors that carry no stable code or safe class name (the general convention's fallback). */

@@ -1,6 +1,13 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLedger, migrationSql, ToolFailure, ToolLedgerError } from '../../src/index.js';
+import {
+  createLedger,
+  type LedgerOptions,
+  migrationSql,
+  ToolFailure,
+  ToolLedgerError,
+} from '../../src/index.js';
+import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 
 const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
@@ -24,7 +31,7 @@ describe('migrations', () => {
       ),
     );
     const { rows } = await admin.query(`SELECT version FROM "${schema}".tool_ledger_migrations`);
-    expect(rows).toEqual([{ version: 1 }]);
+    expect(rows).toEqual(MIGRATIONS.map(({ version }) => ({ version })));
     const tool = ledgers[3]!.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
     expect((await tool.invoke({}, { key: 'k' })).outcome).toBe('executed');
     await Promise.all(ledgers.map((l) => l.close()));
@@ -48,7 +55,7 @@ describe('migrations', () => {
     expect(await tool.call({}, { key: 'k' })).toBe('ok');
     await ledger.close();
     const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".tool_ledger_migrations`);
-    expect(rows).toEqual([{ n: 1 }]);
+    expect(rows).toEqual([{ n: MIGRATIONS.length }]);
   });
 });
 
@@ -96,18 +103,24 @@ describe('an unreachable database', () => {
  * A ledger on a real pool whose every statement fails while `down` is set, as when the database drops off the
  * network, with a `charge_card` tool whose handler takes the database down after its side effect.
  */
-async function ledgerThatLosesItsDatabase(outcome: () => unknown) {
+async function ledgerThatLosesItsDatabase(outcome: () => unknown, options: LedgerOptions = {}) {
   const pool = new pg.Pool({ connectionString: databaseUrl(), max: 4 });
-  const state = { down: false, runs: 0 };
+  const state = { down: false, runs: 0, completionsDown: false };
   const refused = () =>
     Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
   const flaky = {
-    query: (text: string, params?: unknown[]) => (state.down ? refused() : pool.query(text, params)),
+    query: (text: string, params?: unknown[]) =>
+      // Prepared statements arrive as { name, text, values }.
+      state.down ||
+      (state.completionsDown &&
+        String((text as unknown as { text?: string }).text ?? text).startsWith('WITH done'))
+        ? refused()
+        : pool.query(text, params),
     connect: () => pool.connect(),
     end: () => pool.end(),
   };
   const schema = fresh();
-  const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false });
+  const ledger = await createLedger({ pool: flaky as never, schema, telemetry: false, ...options });
   const tool = ledger.tool({
     name: 'charge_card',
     kind: 'mutation',
@@ -175,6 +188,48 @@ describe('a database that fails while saving a result', () => {
 
     expect((await runs()).map((r) => r.status)).toEqual(['in_progress']);
     await pool.end();
+  });
+
+  it('saves a kept result before a retry from this process could take over its lapsed lease', async () => {
+    const { state, tool, close } = await ledgerThatLosesItsDatabase(() => ({ chargeId: 'ch_5' }), {
+      leaseSeconds: 0.2,
+    });
+    state.completionsDown = true;
+    await expect(tool.call({}, { key: 'charge-5' })).rejects.toMatchObject({ code: 'LEDGER_UNAVAILABLE' });
+    state.down = false;
+    // The lease lapses while the result cannot be saved.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    state.completionsDown = false;
+    expect(await tool.invoke({}, { key: 'charge-5' })).toMatchObject({
+      outcome: 'replayed',
+      value: { chargeId: 'ch_5' },
+    });
+    expect(state.runs).toBe(1);
+    await close();
+  });
+
+  it('keeps no more than maxUnsavedResults, and tells the caller plainly when one was not kept', async () => {
+    const { state, tool, runs, close } = await ledgerThatLosesItsDatabase(() => ({ chargeId: 'ch_3' }), {
+      maxUnsavedResults: 1,
+    });
+    // Completions keep failing between the calls, so the first kept result cannot land and free its place.
+    state.completionsDown = true;
+    const kept = await tool.call({}, { key: 'charge-3' }).catch((e: unknown) => e);
+    expect(kept).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
+    state.down = false;
+    const refused = await tool.call({}, { key: 'charge-4' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ToolLedgerError);
+    expect(refused).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: false });
+    expect((refused as Error).message).toMatch(/keeps 1 unsaved results .*maxUnsavedResults=1.*not kept/);
+    expect((refused as Error).message).toMatch(/runs the tool again/);
+    // The kept one still lands once the database answers.
+    state.down = false;
+    state.completionsDown = false;
+    for (let i = 0; i < 100 && (await runs()).filter((r) => r.status === 'succeeded').length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect((await runs()).map((r) => r.status).sort()).toEqual(['in_progress', 'succeeded']);
+    await close();
   });
 });
 

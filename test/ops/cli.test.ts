@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
+import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
@@ -158,7 +159,7 @@ describe('tool-ledger CLI', () => {
 
     it('applies the migrations once, then finds the schema up to date', async () => {
       const first = json<{ applied: number[]; version: number }>(['migrate', '--schema', freshSchema]);
-      expect(first.applied).toEqual([1]);
+      expect(first.applied).toEqual(MIGRATIONS.map((m) => m.version));
       const second = cli(['migrate', '--schema', freshSchema]);
       expect(second.code).toBe(0);
       expect(second.stdout).toContain('up to date');

@@ -1,61 +1,42 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
+import { hashKey } from '../../src/telemetry/key-hash.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
 import { dashboardTargets, loadDashboard } from './support/configs.js';
+import { type ExplorerAccess, fillExplorerSql, type SqlVars, setUpExplorer } from './support/explorer.js';
 
 /**
  * Every SQL query of dashboards/ledger-explorer.json, with its Grafana variables filled in the way Grafana's
- * PostgreSQL data source fills them, runs against real Postgres holding rows written by the real library.
+ * PostgreSQL data source fills them, runs against real Postgres holding rows written by the real library, as
+ * the read-only role of postgres/explorer.sql that the shipped datasource logs in as.
  */
 
 const FILE = 'ledger-explorer.json';
 const targets = dashboardTargets(FILE);
 const sqlTargets = targets.filter((t) => t.datasourceType === 'grafana-postgresql-datasource');
-
-function sqlString(value: string): string {
-  return `'${value.replaceAll("'", "''")}'`;
-}
-
-interface Vars {
-  schema: string;
-  tenant?: string;
-  tool?: string;
-  key?: string;
-}
-
-/** Grafana's interpolation for the variables and macros these queries use; anything else is an error. */
-function fill(sql: string, vars: Vars, from: Date, to: Date): string {
-  const values: Record<string, string> = {
-    schema: vars.schema,
-    tenant: vars.tenant ?? '',
-    tool: vars.tool ?? '',
-    key: vars.key ?? '',
-  };
-  const filled = sql
-    .replace(/\$__timeFilter\(([^)]+)\)/g, (_m, column: string) => {
-      return `${column.trim()} BETWEEN '${from.toISOString()}' AND '${to.toISOString()}'`;
-    })
-    .replace(/\$\{([A-Za-z_]+)(?::([a-z]+))?\}|\$([A-Za-z_]+)/g, (match, braced, format, bare) => {
-      const name = (braced ?? bare) as string;
-      const value = values[name];
-      if (value === undefined) throw new Error(`unknown variable ${match} in ${sql}`);
-      if (format === undefined) return value;
-      if (format === 'sqlstring') return sqlString(value);
-      throw new Error(`unsupported variable format ${match}`);
-    });
-  return filled;
-}
+const SECRET = 'explorer-test-secret';
+const USER = 'user-4711';
+const EMAIL_KEY = 'maria@example.com';
+const REASON = 'declined for maria.rossi@example.org';
 
 const harness = new TelemetryHarness().registerGlobal();
 const schema = uniqueSchema('ops_explorer');
-const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
 let ledger: Ledger;
+let explorer: ExplorerAccess;
 let executedTrace: string | undefined;
 
-async function query(sql: string): Promise<Record<string, unknown>[]> {
-  return (await pool.query(sql)).rows;
+const from = () => new Date(Date.now() - 3600_000);
+const to = () => new Date(Date.now() + 60_000);
+const sqlOf = (panel: string) => String(sqlTargets.find((t) => t.panel === panel)?.target.rawSql);
+
+async function asReader(sql: string): Promise<Record<string, unknown>[]> {
+  return (await explorer.readerPool.query(sql)).rows;
+}
+async function panel(name: string, vars: SqlVars = {}): Promise<Record<string, unknown>[]> {
+  return asReader(fillExplorerSql(sqlOf(name), vars, from(), to()));
 }
 
 beforeAll(async () => {
@@ -69,40 +50,44 @@ beforeAll(async () => {
     name: 'charge_card',
     kind: 'mutation',
     handler: async () => {
-      throw new ToolFailure('card declined', { final: true, reason: 'declined' });
+      throw new ToolFailure(REASON, { final: true, reason: REASON });
     },
   });
-  await invoice.call({ amount: 10 }, { tenant: 'acme', key: 'order-1042' });
+  await invoice.call({ amount: 10 }, { tenant: 'acme', key: 'order-1042', user: USER });
   executedTrace = harness
     .finishedSpans()
     .find((span) => span.attributes['tool_ledger.idempotency.outcome'] === 'executed')
     ?.spanContext().traceId;
-  await invoice.call({ amount: 10 }, { tenant: 'acme', key: 'order-1042' });
-  await expect(invoice.call({ amount: 99 }, { tenant: 'acme', key: 'order-1042' })).rejects.toThrow();
+  await invoice.call({ amount: 10 }, { tenant: 'acme', key: 'order-1042', user: USER });
+  await expect(
+    invoice.call({ amount: 99 }, { tenant: 'acme', key: 'order-1042', user: USER }),
+  ).rejects.toThrow();
   await invoice.call({ amount: 5 }, { tenant: "o'brien & co", key: "it's-1" });
-  await expect(charge.call({ amount: 1 }, { tenant: 'globex', key: 'charge-7' })).rejects.toThrow();
+  await invoice.call({ amount: 7 }, { tenant: 'acme', key: EMAIL_KEY, user: USER });
+  await expect(
+    charge.call({ amount: 1 }, { tenant: 'globex', key: 'charge-7', user: USER }),
+  ).rejects.toThrow();
   // A run whose process died mid-handler: in_progress, lease lapsed five minutes ago.
-  await pool.query(
+  await admin.query(
     `INSERT INTO "${schema}".tool_runs (tenant_id, tool_name, idempotency_key, parameter_hash, status, attempt,
        lease_owner, lease_expires_at, trace_id, span_id, started_at, expires_at)
      VALUES ('acme', 'book_flight', 'trip-9', 'abc', 'in_progress', 2, 'worker-dead',
        now() - interval '5 minutes', '0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331',
        now() - interval '6 minutes', now() + interval '1 day')`,
   );
+  explorer = await setUpExplorer(admin, databaseUrl(), schema, SECRET);
 });
 
 afterAll(async () => {
   await ledger?.close();
-  await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await pool.end();
+  await explorer?.drop();
+  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await admin.end();
   await harness.shutdown();
 });
 
-const from = () => new Date(Date.now() - 3600_000);
-const to = () => new Date(Date.now() + 60_000);
-
 describe('ledger explorer dashboard', () => {
-  it('has SQL panels for search, stuck runs, conflicts and failures', () => {
+  it('has SQL panels for search, stuck runs, conflicts and failures, all on the view', () => {
     expect(sqlTargets.map((t) => t.panel)).toEqual(
       expect.arrayContaining([
         'Runs matching tenant / tool / key',
@@ -112,57 +97,54 @@ describe('ledger explorer dashboard', () => {
       ]),
     );
     expect(targets.every((t) => t.datasourceUid === 'tool-ledger-postgres')).toBe(true);
+    for (const t of sqlTargets) expect(String(t.target.rawSql), t.panel).toMatch(/\bFROM ledger_runs\b/);
   });
 
   it.each(sqlTargets.map((t) => [t.panel, t] as const))(
-    'runs with every filter empty: %s',
-    async (_panel, t) => {
-      const rows = await query(fill(String(t.target.rawSql), { schema }, from(), to()));
-      expect(rows.length).toBeGreaterThan(0);
+    'runs as the read-only role with every filter empty: %s',
+    async (name) => {
+      expect((await panel(name)).length).toBeGreaterThan(0);
     },
   );
 
   it('finds one key by tenant, tool and key, with its trace id', async () => {
-    const search = sqlTargets.find((t) => t.panel === 'Runs matching tenant / tool / key')!;
-    const rows = await query(
-      fill(
-        String(search.target.rawSql),
-        { schema, tenant: 'acme', tool: 'create_invoice', key: 'order-1042' },
-        from(),
-        to(),
-      ),
-    );
+    const rows = await panel('Runs matching tenant / tool / key', {
+      tenant: 'acme',
+      tool: 'create_invoice',
+      key: 'order-1042',
+    });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ idempotency_key: 'order-1042', status: 'succeeded', conflict_count: 1 });
+    expect(rows[0]?.key_hash).toBe(hashKey('order-1042', SECRET));
     expect(executedTrace).toMatch(/^[0-9a-f]{32}$/);
     expect(rows[0]?.trace_id).toBe(executedTrace);
   });
 
+  it('shows a key that may hold personal data only as the HMAC telemetry emits, and finds it by that', async () => {
+    const hash = hashKey(EMAIL_KEY, SECRET);
+    const rows = await panel('Runs matching tenant / tool / key', { key: hash });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ idempotency_key: null, key_hash: hash, tenant_id: 'acme' });
+    expect(await panel('Runs matching tenant / tool / key', { key: EMAIL_KEY })).toEqual([]);
+  });
+
   it('takes values with quotes safely (sqlstring formatting)', async () => {
-    const search = sqlTargets.find((t) => t.panel === 'Runs matching tenant / tool / key')!;
-    const rows = await query(
-      fill(String(search.target.rawSql), { schema, tenant: "o'brien & co", key: "it's-1" }, from(), to()),
-    );
-    expect(rows.map((r) => r.idempotency_key)).toEqual(["it's-1"]);
+    const rows = await panel('Runs matching tenant / tool / key', {
+      tenant: "o'brien & co",
+      tool: 'create_invoice',
+    });
+    // A quote is no character of a key worth showing: it may be free text.
+    expect(rows.map((r) => [r.idempotency_key, r.key_hash])).toEqual([[null, hashKey("it's-1", SECRET)]]);
   });
 
   it('shows the lapsed lease as stuck, the conflict and the failure', async () => {
-    const byPanel = async (panel: string, vars: Partial<Vars> = {}) =>
-      query(
-        fill(
-          String(sqlTargets.find((t) => t.panel === panel)!.target.rawSql),
-          { schema, ...vars },
-          from(),
-          to(),
-        ),
-      );
-    expect((await byPanel('Stuck: in_progress with a lapsed lease')).map((r) => r.idempotency_key)).toEqual([
+    expect((await panel('Stuck: in_progress with a lapsed lease')).map((r) => r.idempotency_key)).toEqual([
       'trip-9',
     ]);
-    expect(await byPanel('Stuck: in_progress with a lapsed lease', { tenant: 'globex' })).toEqual([]);
-    const conflicts = await byPanel('Recent conflicts');
+    expect(await panel('Stuck: in_progress with a lapsed lease', { tenant: 'globex' })).toEqual([]);
+    const conflicts = await panel('Recent conflicts');
     expect(conflicts.map((r) => [r.idempotency_key, r.conflict_count])).toEqual([['order-1042', 1]]);
-    const failures = await byPanel('Recent failures');
+    const failures = await panel('Recent failures');
     expect(failures).toHaveLength(1);
     expect(failures[0]).toMatchObject({
       idempotency_key: 'charge-7',
@@ -176,9 +158,9 @@ describe('ledger explorer dashboard', () => {
     const dashboard = loadDashboard(FILE);
     const tables = dashboard.panels.filter((p) => p.type === 'table');
     expect(tables.length).toBeGreaterThanOrEqual(4);
-    for (const panel of tables) {
+    for (const table of tables) {
       const overrides = (
-        panel as {
+        table as {
           fieldConfig: {
             overrides: {
               matcher: { options: string };
@@ -191,12 +173,89 @@ describe('ledger explorer dashboard', () => {
         .find((o) => o.matcher.options === 'trace_id')
         ?.properties.find((p) => p.id === 'links');
       // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's link syntax, not a JavaScript template
-      expect(link?.value[0]?.url, panel.title).toBe('${jaeger_url}/trace/${__value.raw}');
-      const sql = String(panel.targets?.[0]?.rawSql);
-      const rows = await query(fill(sql, { schema }, from(), to()));
-      expect(Object.keys(rows[0] ?? {}), panel.title).toContain('trace_id');
+      expect(link?.value[0]?.url, table.title).toBe('${jaeger_url}/trace/${__value.raw}');
+      const rows = await asReader(fillExplorerSql(String(table.targets?.[0]?.rawSql), {}, from(), to()));
+      expect(Object.keys(rows[0] ?? {}), table.title).toContain('trace_id');
     }
-    const names = dashboard.templating.list.map((v) => v.name);
-    expect(names).toEqual(expect.arrayContaining(['tenant', 'tool', 'key', 'schema', 'jaeger_url']));
+  });
+});
+
+describe('the explorer datasource role', () => {
+  it('reads a view without user ids, results, error messages or reasons', async () => {
+    const rows = await asReader('SELECT * FROM ledger_runs');
+    expect(rows.length).toBeGreaterThan(0);
+    const columns = Object.keys(rows[0] ?? {});
+    for (const hidden of ['user_id', 'result_json', 'error_json', 'id', 'span_id'])
+      expect(columns).not.toContain(hidden);
+    const text = JSON.stringify(rows);
+    for (const secret of [USER, EMAIL_KEY, REASON, 'inv_2024_0042', 'declined'])
+      expect(text).not.toContain(secret);
+  });
+
+  it.each([
+    ['the ledger table', `SELECT user_id FROM "${schema}".tool_runs`],
+    ['the HMAC pads', 'SELECT * FROM key_hash_pads'],
+    ['a write', `UPDATE ledger_runs SET status = 'failed'`],
+    ['a new table', 'CREATE TABLE stolen (x int)'],
+    ['a shell', `COPY (SELECT 1) TO PROGRAM 'id'`],
+    ['a server file', `SELECT pg_read_file('/etc/passwd')`],
+    ['the password hashes', 'SELECT rolpassword FROM pg_authid'],
+  ])('cannot reach %s', async (_what, sql) => {
+    await expect(asReader(sql)).rejects.toThrow();
+  });
+
+  it('is not a superuser and cannot switch to another role', async () => {
+    const [role] = await asReader(
+      'SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user',
+    );
+    expect(role).toEqual({ rolsuper: false, rolcreaterole: false, rolcreatedb: false });
+    await expect(asReader('SET ROLE postgres')).rejects.toThrow();
+  });
+});
+
+describe('dashboard variables', () => {
+  const variables = loadDashboard(FILE).templating.list;
+  const sqlVariables = ['tenant', 'tool', 'key'];
+
+  it('reach SQL only through :sqlstring; the rest are constants that a URL cannot set', () => {
+    for (const t of sqlTargets) {
+      const uses = [...String(t.target.rawSql).matchAll(/\$\{?([A-Za-z_]+)(:[a-z]+)?\}?/g)].filter(
+        (m) => !(m[1] as string).startsWith('__'),
+      );
+      for (const use of uses) {
+        expect(sqlVariables, `${t.panel}: ${use[0]}`).toContain(use[1]);
+        expect(use[2], `${t.panel}: ${use[0]}`).toBe(':sqlstring');
+      }
+    }
+    for (const v of variables) {
+      if (sqlVariables.includes(String(v.name))) expect(v.type).toBe('textbox');
+      else expect(v.type, String(v.name)).toBe('constant');
+    }
+  });
+
+  // Values an attacker can put in ?var-tenant=... and the other variables.
+  const payloads = [
+    "' OR '1'='1",
+    "x' OR true --",
+    "' UNION SELECT tenant_id, tool_name FROM ledger_runs --",
+    "'; DROP VIEW ledger_runs; --",
+    "\\' OR 1=1 --",
+    '$$ OR true $$',
+    "' || (SELECT string_agg(idempotency_key, ',') FROM ledger_runs) || '",
+    "%' OR tenant_id LIKE '%",
+  ];
+  const cases = sqlVariables.flatMap((name) =>
+    sqlTargets.flatMap((t) => payloads.map((payload) => [name, t.panel, payload] as const)),
+  );
+
+  it.each(cases)('%s: injecting into "%s" matches nothing: %s', async (name, panelName, payload) => {
+    const rows = await panel(panelName, { [name]: payload });
+    const usesVariable = sqlOf(panelName).includes(`\${${name}:sqlstring}`);
+    if (usesVariable) expect(rows).toEqual([]);
+    else expect(rows.length).toBe((await panel(panelName)).length);
+  });
+
+  it('left the view in place after every injection', async () => {
+    expect((await asReader('SELECT count(*)::int AS n FROM ledger_runs'))[0]?.n).toBe(5);
   });
 });

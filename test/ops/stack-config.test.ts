@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -34,12 +34,23 @@ const compose = readYaml<{ services: Record<string, Service>; volumes?: Record<s
 );
 const services = compose.services;
 
-// What each image listens on inside the compose network (facts about the pinned images).
+/** A .env as a user's first run writes it (scripts/stack/init-env.sh), for docker-compose to read. */
+function withGeneratedEnv<T>(use: (envFile: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-env-'));
+  try {
+    const env = join(dir, '.env');
+    execFileSync('bash', [join(ROOT, 'scripts/stack/init-env.sh'), env], { stdio: 'pipe' });
+    return use(env);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// What each image listens on inside the compose network (facts about the pinned images and their flags).
 const IMAGE_PORTS: Record<string, number[]> = {
   postgres: [5432],
-  jaeger: [4317, 4318, 16686],
   prometheus: [9090],
-  loki: [3100],
+  'victoria-logs': [9428],
   grafana: [3000],
 };
 
@@ -54,18 +65,40 @@ interface Collector {
   };
 }
 const collector = readYaml<Collector>('collector/otel-collector.yaml');
+const jaeger = readYaml<Collector>('jaeger/config.yaml');
+
+/** Every host:port a collector-style config (the collector's, Jaeger's) listens on. */
+function listenEndpoints(config: Collector): string[] {
+  const telemetry = (
+    config.service as {
+      telemetry?: {
+        metrics?: { readers?: { pull?: { exporter?: { prometheus?: { host: string; port: number } } } }[] };
+      };
+    }
+  ).telemetry;
+  return [
+    ...Object.values(config.receivers).flatMap((r) =>
+      Object.values(r.protocols ?? {}).map((p) => p.endpoint),
+    ),
+    ...Object.values(config.exporters ?? {}).flatMap((e) =>
+      e.endpoint?.startsWith('0.0.0.0:') ? [e.endpoint] : [],
+    ),
+    ...Object.values(config.extensions ?? {}).flatMap((e) => {
+      const x = e as { endpoint?: string; http?: { endpoint?: string }; grpc?: { endpoint?: string } };
+      return [x.endpoint, x.http?.endpoint, x.grpc?.endpoint].filter(
+        (v): v is string => typeof v === 'string',
+      );
+    }),
+    ...(telemetry?.metrics?.readers ?? []).flatMap((r) => {
+      const p = r.pull?.exporter?.prometheus;
+      return p ? [`${p.host}:${p.port}`] : [];
+    }),
+  ];
+}
 
 function containerPorts(service: string): number[] {
-  if (service === 'otel-collector') {
-    const endpoints = [
-      ...Object.values(collector.receivers).flatMap((r) => Object.values(r.protocols).map((p) => p.endpoint)),
-      ...Object.values(collector.exporters).flatMap((e) =>
-        e.endpoint?.startsWith('0.0.0.0:') ? [e.endpoint] : [],
-      ),
-      ...Object.values(collector.extensions ?? {}).flatMap((e) => (e.endpoint ? [e.endpoint] : [])),
-    ];
-    return endpoints.map((e) => Number(e.split(':').at(-1)));
-  }
+  if (service === 'otel-collector') return listenEndpoints(collector).map((e) => Number(e.split(':').at(-1)));
+  if (service === 'jaeger') return listenEndpoints(jaeger).map((e) => Number(e.split(':').at(-1)));
   return IMAGE_PORTS[service] ?? [];
 }
 
@@ -89,9 +122,15 @@ function mounts(service: string): { source: string; target: string }[] {
 
 describe('docker-compose.yml', () => {
   it('is valid according to docker-compose (Compose specification), which rejects a broken file', () => {
-    execFileSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), 'config', '-q'], {
-      stdio: 'pipe',
-    });
+    withGeneratedEnv((env) =>
+      execFileSync(
+        'docker-compose',
+        ['-f', join(ROOT, 'docker-compose.yml'), '--env-file', env, 'config', '-q'],
+        {
+          stdio: 'pipe',
+        },
+      ),
+    );
     const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-compose-'));
     try {
       writeFileSync(
@@ -111,10 +150,10 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services).sort()).toEqual([
       'grafana',
       'jaeger',
-      'loki',
       'otel-collector',
       'postgres',
       'prometheus',
+      'victoria-logs',
     ]);
     for (const [name, service] of Object.entries(services)) {
       expect(service.image, name).toMatch(/^[a-z0-9./-]+:v?\d+(\.\d+)+$/);
@@ -143,6 +182,101 @@ describe('docker-compose.yml', () => {
     for (const name of Object.keys(services)) {
       for (const port of published(name))
         expect(containerPorts(name), `${name} publishes ${port}`).toContain(Number(port));
+    }
+  });
+
+  it('publishes every port on 127.0.0.1 only', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const port of service.ports ?? []) expect(port, name).toMatch(/^127\.0\.0\.1:/);
+    }
+  });
+
+  it('has no fixed credentials: every password comes from .env, which init-env.sh generates', () => {
+    const secretNames = /PASSWORD|SECRET/;
+    const used = new Set<string>();
+    for (const [name, service] of Object.entries(services)) {
+      for (const [variable, value] of Object.entries(service.environment ?? {})) {
+        if (!secretNames.test(variable)) continue;
+        expect(value, `${name} ${variable}`).toMatch(/^\$\{[A-Z_]+(:[?-][^}]*)?\}$/);
+        used.add(/^\$\{([A-Z_]+)/.exec(value)?.[1] as string);
+      }
+    }
+    const documented = [...readText('.env.example').matchAll(/^#?\s?([A-Z_]+)=/gm)].map((m) => m[1]);
+    expect(documented).toEqual(expect.arrayContaining([...used]));
+    withGeneratedEnv((env) => {
+      const generated = Object.fromEntries(
+        readFileSync(env, 'utf8')
+          .split('\n')
+          .filter((l) => /^[A-Z_]+=/.test(l))
+          .map((l) => l.split('=') as [string, string]),
+      );
+      for (const variable of used) expect(generated[variable], variable).toMatch(/^[0-9a-f]{48}$/);
+      execFileSync(
+        'docker-compose',
+        ['-f', join(ROOT, 'docker-compose.yml'), '--env-file', env, 'config', '-q'],
+        {
+          stdio: 'pipe',
+        },
+      );
+      // A second run keeps the first file's values.
+      const before = readFileSync(env, 'utf8');
+      execFileSync('bash', [join(ROOT, 'scripts/stack/init-env.sh'), env], { stdio: 'pipe' });
+      expect(readFileSync(env, 'utf8')).toBe(before);
+    });
+    const withoutEnv = spawnSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), 'config', '-q'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+      cwd: tmpdir(),
+    });
+    expect(withoutEnv.status, 'compose must refuse to start without .env').not.toBe(0);
+    expect(withoutEnv.stderr).toContain('init-env.sh');
+  });
+
+  it('runs Grafana without anonymous access or sign-up, and Prometheus without lifecycle endpoints', () => {
+    const grafana = services.grafana?.environment ?? {};
+    expect(grafana.GF_AUTH_ANONYMOUS_ENABLED).toBe('false');
+    expect(grafana.GF_USERS_ALLOW_SIGN_UP).toBe('false');
+    expect(JSON.stringify(services.prometheus?.command)).not.toContain('lifecycle');
+  });
+});
+
+describe('the native builds', () => {
+  const versions = Object.fromEntries(
+    [...readText('scripts/stack/versions.sh').matchAll(/^([A-Z_]+)=(\S+)/gm)].map((m) => [m[1], m[2]]),
+  );
+
+  it('pin the versions docker-compose.yml pins', () => {
+    expect(services.jaeger?.image).toBe(`jaegertracing/jaeger:${versions.JAEGER_VERSION}`);
+    expect(services['otel-collector']?.image).toBe(
+      `otel/opentelemetry-collector-contrib:${versions.OTELCOL_VERSION}`,
+    );
+    expect(services['victoria-logs']?.image).toBe(
+      `victoriametrics/victoria-logs:v${versions.VICTORIA_LOGS_VERSION}`,
+    );
+  });
+
+  it("build a collector with exactly the shipped config's components, all at the pinned release", () => {
+    const manifest = readYaml<Record<string, { gomod: string }[]> & { dist: { version: string } }>(
+      'collector/builder-config.yaml',
+    );
+    expect(manifest.dist.version).toBe(versions.OTELCOL_VERSION);
+    // The component type is the module's last path element without its kind: otlpreceiver -> otlp.
+    const KIND_SUFFIX = {
+      receivers: 'receiver',
+      processors: 'processor',
+      exporters: 'exporter',
+      extensions: 'extension',
+    } as const;
+    for (const [kind, suffix] of Object.entries(KIND_SUFFIX)) {
+      const built = (manifest[kind] ?? []).map((c) => {
+        const [module, version] = c.gomod.split(' ') as [string, string];
+        expect(version, module).toBe(`v${versions.OTELCOL_VERSION}`);
+        return (module.split('/').at(-1) as string).replace(new RegExp(`${suffix}$`), '');
+      });
+      const used = Object.keys(
+        (collector as unknown as Record<string, Record<string, unknown>>)[kind] ?? {},
+      ).map((name) => (name.split('/')[0] as string).replaceAll('_', ''));
+      expect([...new Set(built)].sort(), kind).toEqual([...new Set(used)].sort());
     }
   });
 });
@@ -184,7 +318,7 @@ describe('collector/otel-collector.yaml', () => {
     expect(collector.service.extensions?.sort()).toEqual(Object.keys(collector.extensions ?? {}).sort());
   });
 
-  it('receives OTLP on gRPC 4317 and HTTP 4318 and sends traces to Jaeger, metrics to Prometheus, logs to Loki', () => {
+  it('receives OTLP on gRPC 4317 and HTTP 4318 and sends traces to Jaeger, metrics to Prometheus, logs to VictoriaLogs', () => {
     expect(collector.receivers.otlp?.protocols.grpc?.endpoint).toBe('0.0.0.0:4317');
     expect(collector.receivers.otlp?.protocols.http?.endpoint).toBe('0.0.0.0:4318');
     const exporterOf = (pipeline: string) => pipelines[pipeline]?.exporters ?? [];
@@ -192,10 +326,10 @@ describe('collector/otel-collector.yaml', () => {
     expectServiceAddress(String(collector.exporters['otlp/jaeger']?.endpoint), 'otlp/jaeger');
     expect(exporterOf('metrics')).toEqual(['prometheus']);
     expect(collector.exporters.prometheus?.enable_open_metrics).toBe(true);
-    expect(exporterOf('logs')).toEqual(['otlphttp/loki']);
-    const loki = String(collector.exporters['otlphttp/loki']?.endpoint);
-    expect(loki).toMatch(/\/otlp$/);
-    expectServiceAddress(loki, 'otlphttp/loki');
+    expect(exporterOf('logs')).toEqual(['otlphttp/victorialogs']);
+    const logs = String(collector.exporters['otlphttp/victorialogs']?.endpoint);
+    expect(logs).toMatch(/\/insert\/opentelemetry$/);
+    expectServiceAddress(logs, 'otlphttp/victorialogs');
   });
 
   const redactions = Object.entries(collector.processors).filter(
@@ -333,19 +467,29 @@ describe('Grafana provisioning', () => {
     'dashboards/provisioning/dashboards/tool-ledger.yaml',
   ).providers[0];
 
-  it('provisions Prometheus, Jaeger, Loki and PostgreSQL, each pointing at a compose service', () => {
+  it('provisions Prometheus, Jaeger, VictoriaLogs and PostgreSQL, each pointing at a compose service', () => {
     expect(datasources.map((d) => d.type).sort()).toEqual([
       'grafana-postgresql-datasource',
       'jaeger',
-      'loki',
       'prometheus',
+      'victoriametrics-logs-datasource',
     ]);
     for (const d of datasources) expectServiceAddress(d.url, `datasource ${d.uid}`);
+    expect(services.grafana?.environment?.GF_INSTALL_PLUGINS).toContain('victoriametrics-logs-datasource');
+  });
+
+  it("logs PostgreSQL in as explorer.sql's read-only role, with the password from .env", () => {
     const pgSource = datasources.find((d) => d.type === 'grafana-postgresql-datasource');
     const env = services.postgres?.environment ?? {};
     expect(pgSource?.jsonData?.database).toBe(env.POSTGRES_DB);
-    expect(pgSource?.user).toBe(env.POSTGRES_USER);
-    expect(pgSource?.secureJsonData?.password).toBe(env.POSTGRES_PASSWORD);
+    expect(pgSource?.user).not.toBe(env.POSTGRES_USER);
+    expect(readText('postgres/init-explorer.sh')).toContain(`-v reader=${pgSource?.user} `);
+    expect(pgSource?.secureJsonData?.password).toBe('$GRAFANA_PG_PASSWORD');
+    expect(services.grafana?.environment?.GRAFANA_PG_PASSWORD).toBe(env.GRAFANA_PG_PASSWORD);
+    const init = mounts('postgres').find((m) => m.source === './postgres/init-explorer.sh');
+    expect(init?.target).toMatch(/^\/docker-entrypoint-initdb\.d\//);
+    const sql = mounts('postgres').find((m) => m.source === './postgres/explorer.sql');
+    expect(readText('postgres/init-explorer.sh')).toContain(`-f ${sql?.target}`);
   });
 
   it('links exemplars, log trace ids and traces-to-logs to datasources that exist', () => {
@@ -353,10 +497,10 @@ describe('Grafana provisioning', () => {
       exemplarTraceIdDestinations: { datasourceUid: string }[];
     };
     for (const d of prom.exemplarTraceIdDestinations) expect(uids.get(d.datasourceUid)?.type).toBe('jaeger');
-    const loki = uids.get('loki')?.jsonData as { derivedFields: { datasourceUid: string }[] };
-    for (const d of loki.derivedFields) expect(uids.get(d.datasourceUid)?.type).toBe('jaeger');
-    const jaeger = uids.get('jaeger')?.jsonData as { tracesToLogsV2: { datasourceUid: string } };
-    expect(uids.get(jaeger.tracesToLogsV2.datasourceUid)?.type).toBe('loki');
+    const logs = uids.get('victorialogs')?.jsonData as { derivedFields: { datasourceUid: string }[] };
+    for (const d of logs.derivedFields) expect(uids.get(d.datasourceUid)?.type).toBe('jaeger');
+    const jaegerSource = uids.get('jaeger')?.jsonData as { tracesToLogsV2: { datasourceUid: string } };
+    expect(uids.get(jaegerSource.tracesToLogsV2.datasourceUid)?.type).toBe('victoriametrics-logs-datasource');
   });
 
   it('mounts the provisioning folder and every dashboard where the provider reads them', () => {

@@ -219,7 +219,11 @@ export function registerMcpTool(
           );
         }
         try {
-          const status = await tool.getJob(jobId, { tenant: await resolve(options.tenant, extra) });
+          const lookup = {
+            tenant: await resolve(options.tenant, extra),
+            user: await resolve(options.user, extra),
+          };
+          const status = tool.kind === 'job' ? await tool.getJob(jobId, lookup) : undefined;
           if (status === undefined) {
             return {
               isError: true,

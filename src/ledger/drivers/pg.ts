@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
+import { ToolLedgerError } from '../../contract/errors.js';
 import type { Queryable } from '../../contract/types.js';
 import type { Driver } from '../driver.js';
+import { classifyDriverError, ledgerUnavailable } from '../errors.js';
 import { quoteIdent } from '../sql.js';
 
 /** The parts of a `pg.PoolClient` used here, described structurally so any pg 8.x works. */
@@ -8,6 +10,8 @@ export interface PgClientLike extends Queryable {
   release(destroy?: boolean | Error): void;
   on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'end', listener: () => void): unknown;
+  removeListener?(event: 'error', listener: (error: Error) => void): unknown;
   removeAllListeners?(event?: string): unknown;
 }
 
@@ -17,9 +21,34 @@ export interface PgPoolLike extends Queryable {
   end(): Promise<void>;
 }
 
-interface ListenerConnection {
+export interface PgDriverSettings {
+  /** `close()` ends the pool. */
+  readonly ownsPool: boolean;
+  readonly preparedStatements: boolean;
+  /**
+   * Bounds every statement the driver sends itself, including the wait for a connection. Pools tool-ledger opens
+   * also carry pg's own `query_timeout`, which discards the stuck client; a pool you pass in should set it too.
+   */
+  readonly answerTimeoutMs: number;
+  /** How often the reserved connection proves it is alive while LISTEN is needed. */
+  readonly heartbeatMs?: number;
+}
+
+/** A connection of the driver's own: LISTEN and lease renewals, which must never queue behind the pool. */
+interface ReservedConnection {
   readonly client: Pick<PgClientLike, 'query' | 'on'>;
-  dispose(): Promise<void>;
+  /** Closes without waiting on a peer that may never answer. */
+  dispose(): void;
+  /** The last statement sent: statements go one at a time (pg 9 drops its own queue). */
+  tail?: Promise<unknown>;
+}
+
+/** Sends one statement on a reserved connection after the ones before it, all within the bound. */
+function send<R>(connection: ReservedConnection, text: string, params: unknown[] | undefined, ms: number) {
+  const work = () => connection.client.query<R>(text, params);
+  const next = (connection.tail ?? Promise.resolve()).then(work, work);
+  connection.tail = next.catch(() => {});
+  return withinMs(next, ms);
 }
 
 type ClientConstructor = new (
@@ -29,24 +58,68 @@ type ClientConstructor = new (
   end(): Promise<void>;
 };
 
+const LISTEN_FIRST_RETRY_MS = 100;
+const LISTEN_MAX_RETRY_MS = 5_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Rejects with an `ETIMEDOUT`-coded error (outcome unknown) when `work` has not answered within `ms`. */
+export function withinMs<T>(work: Promise<T>, ms: number): Promise<T> {
+  if (!(ms > 0) || !Number.isFinite(ms)) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          Object.assign(new Error(`no answer from the database within ${ms / 1000} s`), {
+            code: 'ETIMEDOUT',
+          }),
+        ),
+      ms,
+    );
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
- * LISTEN needs a connection of its own for as long as waiters exist. A `pg.Pool` exposes its client class and
- * options, so the listener is opened beside the pool rather than taking one of its clients (a pool of one would
- * otherwise deadlock its waiters); other pools lend a client.
+ * A `pg.Pool` exposes its client class and options, so the reserved connection is opened beside the pool rather
+ * than taking one of its clients (a full pool would otherwise starve renewals and a pool of one deadlock its
+ * waiters); other pools lend a client.
  */
-async function openListener(pool: PgPoolLike): Promise<ListenerConnection> {
+async function openReserved(
+  pool: PgPoolLike,
+  onLost: () => void,
+  connectMs: number,
+): Promise<ReservedConnection> {
   const { Client, options } = pool as { Client?: ClientConstructor; options?: unknown };
+  let lost = false;
+  const lose = () => {
+    if (lost) return;
+    lost = true;
+    onLost();
+  };
   if (typeof Client === 'function' && options) {
     const client = new Client(options);
-    client.on('error', () => {});
-    await client.connect();
-    return { client, dispose: () => client.end() };
+    client.on('error', lose);
+    client.on('end', lose);
+    const destroy = () => {
+      const stream = (client as { connection?: { stream?: { destroy?(): void } } }).connection?.stream;
+      stream?.destroy?.();
+      client.end().catch(() => {});
+    };
+    try {
+      await withinMs(client.connect(), connectMs);
+    } catch (error) {
+      destroy();
+      throw error;
+    }
+    return { client, dispose: destroy };
   }
-  const client = await pool.connect();
-  return {
-    client,
-    dispose: async () => client.release(true),
-  };
+  const client = await withinMs(pool.connect(), connectMs);
+  client.on('error', lose);
+  return { client, dispose: () => client.release(true) };
 }
 
 /** A named statement runs on pg's extended protocol with the plan cached per connection. */
@@ -60,7 +133,24 @@ function statementName(text: string): string {
   return `tool_ledger_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 }
 
-export function pgDriver(pool: PgPoolLike, ownsPool: boolean, preparedStatements = true): Driver {
+/** Failures of COMMIT that are a definite answer: the transaction rolled back. */
+function commitRolledBack(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('40') || code.startsWith('23'));
+}
+
+function commitOutcomeUnknown(error: unknown): ToolLedgerError {
+  const detail = error instanceof Error ? error.message : String(error);
+  return new ToolLedgerError(
+    'LEDGER_UNAVAILABLE',
+    `The connection failed while committing the transaction (${detail}), so whether it committed is unknown. Retry with the same idempotency key: the retry replays the result if it committed and runs the call if it did not. Do not use a new key.`,
+    { cause: error, retryable: true },
+  );
+}
+
+export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
+  const { ownsPool, preparedStatements, answerTimeoutMs } = settings;
+  const heartbeatMs = settings.heartbeatMs ?? 10_000;
   const names = new Map<string, string>();
   const named = (text: string, values: unknown[] | undefined): NamedQuery => {
     let name = names.get(text);
@@ -70,54 +160,173 @@ export function pgDriver(pool: PgPoolLike, ownsPool: boolean, preparedStatements
     }
     return { name, text, values };
   };
-  let listener: Promise<ListenerConnection> | undefined;
   const handlers = new Map<string, Set<(payload: string) => void>>();
+  let reserved: Promise<ReservedConnection> | undefined;
+  let closed = false;
+  let retryMs = LISTEN_FIRST_RETRY_MS;
+  let reconnecting = false;
+  let heartbeat: NodeJS.Timeout | undefined;
 
-  const listenConnection = (): Promise<ListenerConnection> => {
-    listener ??= openListener(pool).then(async (connection) => {
+  const dropReserved = (connection?: ReservedConnection) => {
+    const current = reserved;
+    reserved = undefined;
+    if (connection) connection.dispose();
+    else
+      current?.then(
+        (c) => c.dispose(),
+        () => {},
+      );
+    if (handlers.size > 0) void relisten();
+  };
+
+  const reservedConnection = (): Promise<ReservedConnection> => {
+    if (closed) return Promise.reject(new Error('Client was closed and is not queryable'));
+    if (reserved) return reserved;
+    let self: ReservedConnection | undefined;
+    const opening = openReserved(
+      pool,
+      () => {
+        if (reserved === opening) dropReserved(self);
+      },
+      answerTimeoutMs,
+    ).then(async (connection) => {
+      self = connection;
       connection.client.on('notification', (message) => {
         for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? '');
       });
-      // A broken listener only costs waiters their early wake-up (they fall back to backoff polling); the next
-      // wait opens a new one and listens to every channel again.
-      connection.client.on('error', () => {
-        listener = undefined;
-        connection.dispose().catch(() => {});
-      });
-      for (const channel of handlers.keys()) await connection.client.query(`LISTEN ${quoteIdent(channel)}`);
+      for (const channel of handlers.keys()) {
+        await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
+      }
       return connection;
     });
-    listener.catch(() => {
-      listener = undefined;
+    reserved = opening;
+    opening.catch(() => {
+      if (reserved === opening) reserved = undefined;
+      self?.dispose();
     });
-    return listener;
+    return opening;
+  };
+
+  /** Runs one statement on the reserved connection; a connection that does not answer is replaced. */
+  const onReserved = async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
+    const opening = reservedConnection();
+    const connection = await opening;
+    try {
+      return await send<R>(connection, text, params, answerTimeoutMs);
+    } catch (error) {
+      if (classifyDriverError(error).outcomeUnknown && reserved === opening) dropReserved(connection);
+      throw error;
+    }
+  };
+
+  /** While anyone listens, keep a LISTEN connection up, reopening with backoff after it dies. */
+  const relisten = async () => {
+    if (reconnecting) return;
+    reconnecting = true;
+    try {
+      while (!closed && handlers.size > 0 && !reserved) {
+        try {
+          await reservedConnection();
+          retryMs = LISTEN_FIRST_RETRY_MS;
+        } catch {
+          await sleep(retryMs * (0.8 + Math.random() * 0.4));
+          retryMs = Math.min(retryMs * 2, LISTEN_MAX_RETRY_MS);
+        }
+      }
+    } finally {
+      reconnecting = false;
+    }
+  };
+
+  const startHeartbeat = () => {
+    if (heartbeat || heartbeatMs <= 0) return;
+    // A black-holed connection raises no error; only a statement that goes unanswered shows it is gone.
+    heartbeat = setInterval(() => {
+      if (handlers.size === 0 || !reserved) return;
+      onReserved('SELECT 1').catch(() => {});
+    }, heartbeatMs);
+    heartbeat.unref();
+  };
+
+  const poolQuery = preparedStatements
+    ? <R>(text: string, params?: unknown[]) =>
+        (pool as unknown as { query(q: NamedQuery): Promise<{ rows: R[] }> }).query(named(text, params))
+    : <R>(text: string, params?: unknown[]) => pool.query<R>(text, params);
+
+  /** Checks out a client and opens a transaction on it, once more on a fresh client if the first was stale. */
+  const begin = async (): Promise<{ client: PgClientLike; onError: (error: Error) => void }> => {
+    for (let attempt = 1; ; attempt++) {
+      let client: PgClientLike;
+      try {
+        client = await withinMs(pool.connect(), answerTimeoutMs);
+      } catch (error) {
+        throw ledgerUnavailable(error, 'open a transaction');
+      }
+      // pg-pool removes its own error listener while a client is checked out: without this one, a connection
+      // that dies mid-transaction would crash the process with an unhandled 'error' event.
+      const onError = () => {};
+      client.on('error', onError);
+      try {
+        await withinMs(client.query('BEGIN'), answerTimeoutMs);
+        return { client, onError };
+      } catch (error) {
+        client.removeListener?.('error', onError);
+        client.release(error instanceof Error ? error : true);
+        if (attempt >= 2 || !classifyDriverError(error).retryable) {
+          throw ledgerUnavailable(error, 'begin a transaction');
+        }
+      }
+    }
   };
 
   return {
     kind: 'pg',
     // The ledger's statements are few and fixed per schema, so preparing them once per connection saves Postgres
-    // from parsing and planning the claim's CTE on every call.
-    query: preparedStatements
-      ? <R>(text: string, params?: unknown[]) =>
-          (pool as unknown as { query(q: NamedQuery): Promise<{ rows: R[] }> }).query(named(text, params))
-      : (text, params) => pool.query(text, params),
+    // from parsing and planning the claim's CTE on every call. A pool tool-ledger opened bounds them with pg's
+    // own timeouts; one passed in gets the driver's bound as well.
+    query: ownsPool ? poolQuery : (text, params) => withinMs(poolQuery(text, params), answerTimeoutMs),
+    reserved: { query: onReserved },
     async transaction(fn) {
-      const client = await pool.connect();
-      let broken: unknown;
+      const { client, onError } = await begin();
+      let broken: Error | true | undefined;
+      const tx: Queryable = {
+        query: async (text, params) => {
+          try {
+            return await withinMs(client.query(text, params), answerTimeoutMs);
+          } catch (error) {
+            if (classifyDriverError(error).outcomeUnknown) broken = error instanceof Error ? error : true;
+            throw error;
+          }
+        },
+      };
       try {
-        await client.query('BEGIN');
-        const result = await fn(client);
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
+        let result: Awaited<ReturnType<typeof fn>>;
         try {
-          await client.query('ROLLBACK');
-        } catch (rollbackError) {
-          broken = rollbackError;
+          result = await fn(tx);
+        } catch (error) {
+          try {
+            await withinMs(client.query('ROLLBACK'), answerTimeoutMs);
+          } catch (rollbackError) {
+            broken = rollbackError instanceof Error ? rollbackError : true;
+          }
+          // The connection died under the transaction: nothing committed, and the handler's error is the
+          // driver's symptom, not its own failure.
+          if (broken !== undefined && !(error instanceof ToolLedgerError)) {
+            throw ledgerUnavailable(broken === true ? error : broken, 'finish the transaction');
+          }
+          throw error;
         }
-        throw error;
+        try {
+          await withinMs(client.query('COMMIT'), answerTimeoutMs);
+        } catch (error) {
+          broken = error instanceof Error ? error : true;
+          if (commitRolledBack(error)) throw ledgerUnavailable(error, 'commit the transaction');
+          throw commitOutcomeUnknown(error);
+        }
+        return result;
       } finally {
-        client.release(broken instanceof Error ? broken : undefined);
+        client.removeListener?.('error', onError);
+        client.release(broken);
       }
     },
     async listen(channel, onNotify) {
@@ -128,18 +337,28 @@ export function pgDriver(pool: PgPoolLike, ownsPool: boolean, preparedStatements
         handlers.set(channel, set);
       }
       set.add(onNotify);
-      const connection = await listenConnection();
-      // LISTEN is idempotent, so a channel a fresh connection already listened to costs one no-op statement.
-      if (isNew) await connection.client.query(`LISTEN ${quoteIdent(channel)}`);
+      startHeartbeat();
+      try {
+        const connection = await reservedConnection();
+        // LISTEN is idempotent, so a channel a fresh connection already listened to costs one no-op statement.
+        if (isNew) await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
+      } catch (error) {
+        // Registered anyway: the LISTEN connection comes back on its own and subscribes to every channel.
+        void relisten();
+        throw error;
+      }
       const registered = set;
       return async () => {
         registered.delete(onNotify);
       };
     },
     async close() {
-      const connection = await listener?.catch(() => undefined);
-      await connection?.dispose().catch(() => {});
-      if (ownsPool) await pool.end();
+      closed = true;
+      if (heartbeat) clearInterval(heartbeat);
+      const connection = await reserved?.catch(() => undefined);
+      connection?.dispose();
+      // Bounded: a pool whose clients wait on a dead network would otherwise keep close() from returning.
+      if (ownsPool) await withinMs(pool.end(), answerTimeoutMs).catch(() => {});
     },
   };
 }

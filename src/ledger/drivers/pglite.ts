@@ -1,5 +1,6 @@
 import type { Queryable } from '../../contract/types.js';
 import type { Driver } from '../driver.js';
+import { createInMemoryPGlite } from './pglite-template.js';
 
 /** The parts of a PGlite instance used here, described structurally. */
 export interface PGliteLike extends Queryable {
@@ -13,6 +14,7 @@ export function pgliteDriver(db: PGliteLike, ownsDb: boolean): Driver {
   return {
     kind: 'pglite',
     query: (text, params) => db.query(text, params),
+    reserved: { query: (text, params) => db.query(text, params) },
     transaction: (fn) => db.transaction(fn),
     listen: (channel, onNotify) => db.listen(channel, onNotify),
     async close() {
@@ -21,9 +23,9 @@ export function pgliteDriver(db: PGliteLike, ownsDb: boolean): Driver {
   };
 }
 
-/** Opens PGlite lazily so pg users never load its WebAssembly. */
+/** Opens PGlite lazily so pg users never load its WebAssembly. In memory, it starts from a saved initdb. */
 export async function openPGlite(dataDir: string | undefined): Promise<PGliteLike> {
   const { PGlite } = await import('@electric-sql/pglite');
-  const db = dataDir === undefined ? await PGlite.create() : await PGlite.create(dataDir);
-  return db as unknown as PGliteLike;
+  if (dataDir === undefined || dataDir === 'memory://') return createInMemoryPGlite<PGliteLike>(PGlite);
+  return (await PGlite.create(dataDir)) as unknown as PGliteLike;
 }

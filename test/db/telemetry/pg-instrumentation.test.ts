@@ -27,7 +27,8 @@ describe('with @opentelemetry/instrumentation-pg active', () => {
 
   it("shows the ledger's SQL as child spans of the tool call, once per statement", async () => {
     // Prepare
-    const ledger = await backend.open({ telemetry: {} });
+    // The replay cache off: the replay must reach the database to show its statement (from the cache it runs none).
+    const ledger = await backend.open({ telemetry: {}, replayCacheEntries: 0 });
     const tool = ledger.tool({ name: 'send_invoice', kind: 'mutation', handler: () => ({ sent: true }) });
     harness.spans.reset();
 

@@ -14,7 +14,8 @@ describe('Prometheus names', () => {
     // Prepare: one call that touches every instrument
     const reader = new PullReader();
     const meterProvider = new MeterProvider({ readers: [reader] });
-    const scope = createOtelObserver({ meterProvider }).startCall({
+    const observer = createOtelObserver({ meterProvider });
+    const scope = observer.startCall({
       tool: 'send_invoice',
       kind: 'mutation',
       tenant: 'acme',
@@ -27,6 +28,7 @@ describe('Prometheus names', () => {
     scope.handlerStarted();
     scope.handlerFinished();
     scope.end({ outcome: 'executed', executionSeconds: 0.1, waitedMs: 5 });
+    observer.unsavedResults?.('send_invoice', 1);
 
     // Act
     const { resourceMetrics } = await reader.collect();
@@ -43,6 +45,7 @@ describe('Prometheus names', () => {
         `${names.WAIT_DURATION} histogram`,
         `${names.LEDGER_OPERATION_DURATION} histogram`,
         `${names.RUNS_IN_FLIGHT} gauge`,
+        `${names.UNSAVED_RESULTS} gauge`,
       ]),
     );
     expect(text).toMatch(/tool_ledger_tool_calls_total\{[^}]*tool_ledger_idempotency_outcome="executed"/);

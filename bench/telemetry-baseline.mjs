@@ -1,0 +1,93 @@
+// tool-ledger with a real SDK (batch processors, OTLP/HTTP export, scrubbing) against the hand-written baseline of
+// bench/baselines.mjs: once bare, once with a hand-written span, log record and counter per call on the same SDK.
+// The SDK stays registered for every side; the sides run interleaved in paired chunks at concurrency 16.
+//
+// Run: npm run build && node bench/telemetry-baseline.mjs   Env: DATABASE_URL, BENCH_CALLS (default 8000)
+import { metrics, SpanStatusCode, trace } from '@opentelemetry/api';
+import { logs, SeverityNumber } from '@opentelemetry/api-logs';
+import pg from 'pg';
+import { handWritten, toolLedger } from './baselines.mjs';
+import { fmtRatio, pairedChunks, pairRatio } from './paired.mjs';
+import { fmt, withPostgres } from './postgres.mjs';
+import { createSdk, startSink } from './sdk.mjs';
+
+const CONCURRENCY = 16;
+const CALLS = Number(process.env.BENCH_CALLS ?? 8000);
+const CHUNK = 500;
+
+/** What a user would add by hand: one span, one log record and one counter increment per call. */
+function handInstrumentation() {
+  const tracer = trace.getTracer('hand-written');
+  const logger = logs.getLogger('hand-written');
+  const counter = metrics.getMeter('hand-written').createCounter('tool_calls');
+  return (work, key) =>
+    tracer.startActiveSpan('execute_tool create_invoice', async (span) => {
+      try {
+        const value = await work();
+        counter.add(1, { tool: 'create_invoice', outcome: 'ok' });
+        logger.emit({ severityNumber: SeverityNumber.INFO, body: 'tool call', attributes: { key } });
+        return value;
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+}
+
+const sink = await startSink();
+const sdk = createSdk(sink.url);
+sdk.register();
+try {
+  await withPostgres(async (url) => {
+    const admin = new pg.Pool({ connectionString: url, max: 1 });
+    const tag = Date.now().toString(36);
+    const schemas = [`bench_th_${tag}`, `bench_thi_${tag}`, `bench_tl_${tag}`];
+    try {
+      const sides = {
+        hand: await handWritten(url, schemas[0], { concurrency: CONCURRENCY }),
+        handOtel: await handWritten(url, schemas[1], {
+          concurrency: CONCURRENCY,
+          instrument: handInstrumentation(),
+        }),
+        ledger: await toolLedger(url, schemas[2], { telemetry: { keyHashSecret: 'bench-secret' } }),
+      };
+      const chunks = Math.max(1, Math.round(CALLS / CHUNK));
+      const result = await pairedChunks({
+        sides,
+        phases: ['first', 'replay'],
+        chunks,
+        chunkSize: CHUNK,
+        concurrency: CONCURRENCY,
+      });
+      await sdk.flush();
+      for (const side of Object.values(sides)) await side.close();
+      console.log(
+        `tool-ledger with a real SDK vs the hand-written baseline, bare and with a hand-written span, log record and counter on the same SDK: ${chunks} x ${CHUNK} calls per side and phase, concurrency ${CONCURRENCY}, interleaved; ratio = median of per-round ratios (IQR)`,
+      );
+      const row = (phase, targets) => {
+        const { rate, rounds } = result[phase];
+        return {
+          'tool-ledger + SDK': fmt(rate.ledger),
+          'hand-written': fmt(rate.hand),
+          ratio: fmtRatio(pairRatio(rounds, 'ledger', 'hand')),
+          target: targets[0],
+          'hand-written + span/log/counter': fmt(rate.handOtel),
+          'ratio vs that': fmtRatio(pairRatio(rounds, 'ledger', 'handOtel')),
+          'target ': targets[1],
+        };
+      };
+      console.table({
+        'first execution (calls/s)': row('first', ['>= 0.85', '>= 0.90']),
+        'replay (calls/s)': row('replay', ['>= 1.00', '>= 0.90']),
+      });
+    } finally {
+      for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+      await admin.end();
+    }
+  });
+} finally {
+  await sdk.shutdown();
+  sink.stop();
+}

@@ -1,0 +1,93 @@
+-- The ledger explorer's read-only access: a role that can read one view, tool_ledger_explorer.ledger_runs, and
+-- nothing else. The view leaves out what may hold personal data: user ids, results, error messages and reasons
+-- (free text), and idempotency keys that do not look safe to show. Every key also comes as key_hash, the HMAC
+-- that tool-ledger's telemetry emits as tool_ledger.idempotency.key_hash under the same secret, so a support
+-- person can go from a row to its trace in Jaeger by hash too (`tool-ledger hash-key`).
+--
+--   psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -f postgres/explorer.sql \
+--     -v ledger_schema=tool_ledger -v explorer_schema=tool_ledger_explorer \
+--     -v reader=tool_ledger_grafana -v reader_password="$GRAFANA_PG_PASSWORD" \
+--     -v key_hash_secret="$TOOL_LEDGER_KEY_HASH_SECRET"
+--
+-- Run it as the ledger's owner (or a superuser), before or after the ledger's migrations: the view reads the
+-- ledger through a function whose body is resolved when it runs, so the docker-compose stack sets it up on the
+-- database's first start (postgres/init-explorer.sh). Running it again updates the password and the secret.
+-- key_hash_secret may be empty: key_hash is then null.
+
+SET explorer.ledger_schema = :'ledger_schema';
+SET explorer.schema = :'explorer_schema';
+SET explorer.reader = :'reader';
+SET explorer.reader_password = :'reader_password';
+SET explorer.key_hash_secret = :'key_hash_secret';
+
+DO $setup$
+DECLARE
+  ledger text := current_setting('explorer.ledger_schema');
+  explorer text := current_setting('explorer.schema');
+  reader text := current_setting('explorer.reader');
+  secret bytea := convert_to(current_setting('explorer.key_hash_secret'), 'UTF8');
+  ipad bytea;
+  opad bytea;
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = reader) THEN
+    EXECUTE format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION', reader);
+  END IF;
+  EXECUTE format('ALTER ROLE %I PASSWORD %L', reader, current_setting('explorer.reader_password'));
+  -- The dashboards name the view without a schema; every connection of the role finds it, and nothing else.
+  EXECUTE format('ALTER ROLE %I SET search_path = %I', reader, explorer);
+  EXECUTE format('ALTER ROLE %I SET default_transaction_read_only = on', reader);
+  EXECUTE format('ALTER ROLE %I SET statement_timeout = %L', reader, '30s');
+
+  EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', explorer);
+  EXECUTE format('REVOKE ALL ON SCHEMA %I FROM PUBLIC', explorer);
+
+  -- HMAC-SHA256 (RFC 2104) with built-in sha256(): the secret's inner and outer pads are kept in a table only
+  -- the owner reads, so neither the secret nor the pads appear in a function's source, which every role can see.
+  EXECUTE format('CREATE TABLE IF NOT EXISTS %I.key_hash_pads (ipad bytea NOT NULL, opad bytea NOT NULL)', explorer);
+  EXECUTE format('REVOKE ALL ON %I.key_hash_pads FROM PUBLIC', explorer);
+  EXECUTE format('DELETE FROM %I.key_hash_pads', explorer);
+  IF length(secret) > 0 THEN
+    IF length(secret) > 64 THEN secret := sha256(secret); END IF;
+    secret := secret || decode(repeat('00', 64 - length(secret)), 'hex');
+    ipad := secret;
+    opad := secret;
+    FOR i IN 0..63 LOOP
+      ipad := set_byte(ipad, i, get_byte(secret, i) # 54);
+      opad := set_byte(opad, i, get_byte(secret, i) # 92);
+    END LOOP;
+    EXECUTE format('INSERT INTO %I.key_hash_pads (ipad, opad) VALUES ($1, $2)', explorer) USING ipad, opad;
+  END IF;
+
+  -- Resolved when called, so this works before the ledger's tables exist.
+  SET LOCAL check_function_bodies = off;
+  EXECUTE format($fn$
+    CREATE OR REPLACE FUNCTION %1$I.ledger_runs_of_owner()
+    RETURNS TABLE (
+      tenant_id text, tool_name text, idempotency_key text, key_hash text, status text, final boolean,
+      attempt integer, conflict_count integer, last_conflict_at timestamptz, parameter_hash text, job_id text,
+      lease_owner text, lease_expires_at timestamptz, created_at timestamptz, started_at timestamptz,
+      updated_at timestamptz, completed_at timestamptz, expires_at timestamptz, error_name text,
+      error_code text, trace_id text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    AS $body$
+      SELECT r.tenant_id, r.tool_name,
+        -- Shown only when it cannot be an email, a phone, card or account number, or free text.
+        CASE WHEN r.idempotency_key ~ '^[A-Za-z0-9_.:-]{1,128}$' AND r.idempotency_key !~ '[0-9][0-9 .-]{5,}[0-9]'
+          THEN r.idempotency_key END,
+        encode(sha256(p.opad || sha256(p.ipad || convert_to(r.idempotency_key, 'UTF8'))), 'hex'),
+        r.status, r.final, r.attempt, r.conflict_count, r.last_conflict_at, r.parameter_hash, r.job_id,
+        r.lease_owner, r.lease_expires_at, r.created_at, r.started_at, r.updated_at, r.completed_at, r.expires_at,
+        r.error_json->>'name', r.error_json->>'code', r.trace_id
+      FROM %2$I.tool_runs r LEFT JOIN %1$I.key_hash_pads p ON true
+    $body$
+  $fn$, explorer, ledger);
+  EXECUTE format('REVOKE ALL ON FUNCTION %I.ledger_runs_of_owner() FROM PUBLIC', explorer);
+  EXECUTE format('CREATE OR REPLACE VIEW %1$I.ledger_runs AS SELECT * FROM %1$I.ledger_runs_of_owner()', explorer);
+  EXECUTE format('REVOKE ALL ON %I.ledger_runs FROM PUBLIC', explorer);
+
+  EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', explorer, reader);
+  EXECUTE format('GRANT SELECT ON %I.ledger_runs TO %I', explorer, reader);
+  -- A view runs its functions with the caller's EXECUTE right; the function itself reads as the owner.
+  EXECUTE format('GRANT EXECUTE ON FUNCTION %I.ledger_runs_of_owner() TO %I', explorer, reader);
+END
+$setup$;

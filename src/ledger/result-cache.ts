@@ -1,0 +1,138 @@
+import type { ClaimRow, RunRow } from './run-row.js';
+
+/**
+ * Completed runs this process has seen, so a replay from the same process skips the database. A completed row is
+ * immutable until it expires (only an expired row is taken over or purged), so an entry is good until the row's
+ * expiry by the database clock: the deadline is `expires_at - db_now` counted from when the statement was sent,
+ * which errs early by the round trip. A hit is a replay only for the same user and parameters; anything else goes
+ * to the database, which judges conflicts and counts them. Bounded by entries and bytes, least recently used out.
+ *
+ * What it changes: a row deleted or edited by hand before its expiry still replays from a process that cached it,
+ * until the expiry or the process restarts (`replayCacheEntries: 0` turns the cache off).
+ */
+export interface ResultCacheLimits {
+  readonly maxEntries: number;
+  readonly maxBytes: number;
+}
+
+interface Entry {
+  /** The row without its result, shared by every hit. */
+  readonly row: RunRow;
+  /** The result (or stored error) as JSON text: each hit parses a fresh copy, as a database read would. */
+  readonly resultText: string | null;
+  readonly errorText: string | null;
+  /** `performance.now()` past which the row may have expired. */
+  readonly deadline: number;
+  /** The database clock minus `performance.now()`, to give a hit a plausible `db_now`. */
+  readonly dbOffset: number;
+  readonly bytes: number;
+}
+
+/** Rough per-entry overhead beyond its strings: the row object, its dates and the map slot. */
+const ENTRY_OVERHEAD_BYTES = 600;
+
+export function cacheKey(tenant: string, tool: string, key: string): string {
+  return `${tenant}\u0000${tool}\u0000${key}`;
+}
+
+export class ResultCache {
+  readonly #limits: ResultCacheLimits;
+  readonly #entries = new Map<string, Entry>();
+  #bytes = 0;
+
+  constructor(limits: ResultCacheLimits) {
+    this.#limits = limits;
+  }
+
+  get enabled(): boolean {
+    return this.#limits.maxEntries > 0;
+  }
+
+  get maxEntries(): number {
+    return this.#limits.maxEntries;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Remembers a completed row read (or written) by a statement sent at `sentAt` (`performance.now()`). */
+  remember(row: RunRow, sentAt: number, resultText?: string | null): void {
+    if (this.#limits.maxEntries <= 0) return;
+    const completed = row.status === 'succeeded' || (row.status === 'failed' && row.final);
+    if (!completed) return;
+    const remainingMs = row.expires_at.getTime() - row.db_now.getTime();
+    if (!(remainingMs > 0)) return;
+    const text =
+      resultText !== undefined
+        ? resultText
+        : row.result_json == null
+          ? null
+          : JSON.stringify(row.result_json);
+    const errorText = row.error_json == null ? null : JSON.stringify(row.error_json);
+    const key = cacheKey(row.tenant_id, row.tool_name, row.idempotency_key);
+    const bytes = ENTRY_OVERHEAD_BYTES + 2 * (key.length + (text?.length ?? 0) + (errorText?.length ?? 0));
+    if (bytes > this.#limits.maxBytes) return;
+    this.forget(key);
+    this.#entries.set(key, {
+      row: { ...row, result_json: null, error_json: null },
+      resultText: text,
+      errorText,
+      deadline: sentAt + remainingMs,
+      dbOffset: row.db_now.getTime() - sentAt,
+      bytes,
+    });
+    this.#bytes += bytes;
+    for (const [oldest, entry] of this.#entries) {
+      if (this.#entries.size <= this.#limits.maxEntries && this.#bytes <= this.#limits.maxBytes) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= entry.bytes;
+    }
+  }
+
+  /**
+   * The completed row for this key, as the claim would return it, when it has not expired and belongs to the same
+   * user and parameters; otherwise undefined (the caller asks the database).
+   */
+  replay(
+    tenant: string,
+    tool: string,
+    key: string,
+    user: string | null,
+    paramsHash: string,
+  ): ClaimRow | undefined {
+    const cacheKeyText = cacheKey(tenant, tool, key);
+    const entry = this.#entries.get(cacheKeyText);
+    if (!entry) return undefined;
+    const now = performance.now();
+    if (now >= entry.deadline) {
+      this.forget(cacheKeyText);
+      return undefined;
+    }
+    if (entry.row.parameter_hash !== paramsHash || entry.row.user_id !== user) return undefined;
+    // Most recently used goes last.
+    this.#entries.delete(cacheKeyText);
+    this.#entries.set(cacheKeyText, entry);
+    return {
+      ...entry.row,
+      result_json: entry.resultText === null ? null : JSON.parse(entry.resultText),
+      error_json: entry.errorText === null ? null : JSON.parse(entry.errorText),
+      db_now: new Date(now + entry.dbOffset),
+      claim: 'existing',
+      lease_live: false,
+      takeover_due: false,
+      waiting: false,
+    };
+  }
+
+  forget(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    this.#bytes -= entry.bytes;
+  }
+}

@@ -1,0 +1,37 @@
+import type { CallScope } from '../contract/observer.js';
+import type { CallContext, HandlerContext } from '../contract/types.js';
+import type { Answer } from './call-end.js';
+import type { CallFacts } from './facts.js';
+
+/** The read path: read tools skip the ledger and only get telemetry. */
+export async function runRead(
+  handler: (input: unknown, ctx: HandlerContext) => unknown,
+  name: string,
+  input: unknown,
+  context: CallContext,
+  tenant: string,
+  scope: CallScope,
+  facts: CallFacts,
+): Promise<Answer> {
+  const started = performance.now();
+  scope.handlerStarted();
+  try {
+    const value = await handler(input, {
+      tool: name,
+      tenant,
+      key: context.key,
+      user: context.user,
+      toolCallId: context.toolCallId,
+      attempt: 1,
+      jobId: undefined,
+      // Never aborted (no lease); one per call, so listeners a handler adds do not pile up.
+      signal: new AbortController().signal,
+      db: undefined,
+      renewLease: async () => {},
+    });
+    return { outcome: 'executed', value, paramsHash: undefined, completedAt: new Date(), row: undefined };
+  } finally {
+    facts.executionSeconds = (performance.now() - started) / 1000;
+    scope.handlerFinished();
+  }
+}

@@ -1,0 +1,62 @@
+// `npm run faults`: runs every fault scenario on a Postgres of its own and prints one row per scenario.
+// `--runs N` repeats the whole set; the exit code is 1 when any row breaks the promise.
+import { parseArgs } from 'node:util';
+import type { FaultRow } from './support/load.js';
+import { startFaultServer } from './support/postgres-server.js';
+import { startProxy } from './support/proxy.js';
+import { SCENARIOS } from './support/scenarios.js';
+
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '1' }, only: { type: 'string' } },
+});
+const runs = Math.max(1, Math.min(10, Number(values.runs) || 1));
+
+const COLUMNS = [
+  ['scenario', 26],
+  ['keys', 5],
+  ['calls', 6],
+  ['executions', 10],
+  ['duplicates', 10],
+  ['unsettled', 9],
+  ['untyped', 7],
+  ['crashes', 7],
+  ['wrongSuccess', 12],
+  ['unfinished', 10],
+  ['recoverySeconds', 15],
+] as const;
+
+export function broken(row: FaultRow): boolean {
+  return row.duplicates + row.unsettled + row.untyped + row.crashes + row.wrongSuccess + row.unfinished > 0;
+}
+
+function format(row: FaultRow): string {
+  return COLUMNS.map(([name, width]) => {
+    const value = row[name];
+    const text = typeof value === 'number' && name === 'recoverySeconds' ? value.toFixed(2) : String(value);
+    return name === 'scenario' ? text.padEnd(width) : text.padStart(width);
+  }).join(' ');
+}
+
+const server = await startFaultServer();
+const proxy = await startProxy(server.port);
+let failed = false;
+try {
+  for (let run = 1; run <= runs; run++) {
+    process.stdout.write(`\nrun ${run} of ${runs} (bound per call in seconds shown as 'bound')\n`);
+    process.stdout.write(
+      `${COLUMNS.map(([n, w]) => (n === 'scenario' ? n.padEnd(w) : n.padStart(w))).join(' ')}  bound\n`,
+    );
+    for (const scenario of SCENARIOS) {
+      if (values.only && !scenario.name.includes(values.only)) continue;
+      const row = await scenario.run({ server, proxy });
+      failed ||= broken(row);
+      process.stdout.write(`${format(row)}  ${row.boundSeconds.toFixed(1)}\n`);
+      const notes = Object.entries(row.notes).map(([k, v]) => `${k}=${v}`);
+      if (notes.length > 0) process.stdout.write(`    ${notes.join(', ')}\n`);
+    }
+  }
+} finally {
+  await proxy.close();
+  await server.destroy();
+}
+process.exitCode = failed ? 1 : 0;
