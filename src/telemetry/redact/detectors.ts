@@ -320,9 +320,9 @@ const IDENTIFIERS: readonly Detector[] = [
   {
     name: 'prefixed identifier',
     // inv_otel_1796108588799, ORD-20261201-000123, order-1796108588731, ch_3Mml…, Object.handler: a letter,
-    // then parts joined by _ - . or :, with a digit or an underscore somewhere.
+    // then parts joined by _ - or . (not ':', which joins a label to a value), with a digit or an underscore somewhere.
     pattern: re(
-      '(?<![\\p{L}\\p{N}_\\-.:/@])[A-Za-z][A-Za-z0-9]{0,63}(?:[_\\-.:][A-Za-z0-9]{1,64}){1,16}(?![\\p{L}\\p{N}_@]|[\\-.:][\\p{L}\\p{N}])',
+      '(?<![\\p{L}\\p{N}_\\-.:/@])[A-Za-z][A-Za-z0-9]{0,63}(?:[_\\-.][A-Za-z0-9]{1,64}){1,16}(?![\\p{L}\\p{N}_@]|[\\-.][\\p{L}\\p{N}])',
     ),
     judge: whole('keep', (text) => /[\d_]/.test(text) && !hasNamePart(text)),
   },

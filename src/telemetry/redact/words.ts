@@ -90,6 +90,7 @@ export const DEFAULT_ALLOWED_WORDS: readonly string[] = [
   'enotfound',
   'econnreset',
   'sigterm',
+  'arn',
   'sigint',
   // Calendar words in dates (RFC 2822 and log timestamps). April, May and June are given names too; they stay
   // under the name rules.

@@ -72,6 +72,19 @@ function attributeKeys(node: unknown, out: Set<string> = new Set()): Set<string>
 
 const digitsOf = (text: string) => text.replace(/\D/g, '');
 
+/**
+ * Every value goes through the redactor in test/unit/telemetry/redact.test.ts; over OTLP, each category's values
+ * take turns so the suite stays short: the first of each category and every tenth after that.
+ */
+function sample(values: PiiCorpus['values']): PiiCorpus['values'] {
+  const seen = new Map<string, number>();
+  return values.filter(({ category }, index) => {
+    const n = seen.get(category) ?? 0;
+    seen.set(category, n + 1);
+    return n < 1 || index % 10 === 0;
+  });
+}
+
 function leakSuite(corpus: PiiCorpus): void {
   const backend = pgliteBackend();
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
@@ -138,7 +151,7 @@ function leakSuite(corpus: PiiCorpus): void {
         (r) => outcomes.push(r.outcome),
         () => outcomes.push('error'),
       );
-    for (const [i, { category, value }] of corpus.values.entries()) {
+    for (const [i, { category, value }] of sample(corpus.values).entries()) {
       const structured = corpus.structured_examples[i % corpus.structured_examples.length]!;
       const input = {
         ...structured,
