@@ -152,12 +152,117 @@ function invalid(message: string): ToolLedgerError {
   return new ToolLedgerError('CONFIG_INVALID', message);
 }
 
-export function checkSeconds(name: string, value: number | undefined, fallback: number, min: number): number {
+/**
+ * The largest delay Node's timers take (2^31 - 1 ms, about 24.8 days); a longer one fires at once, which would
+ * renew a lease every millisecond or end a wait immediately.
+ */
+export const MAX_TIMER_SECONDS = 2_147_483;
+/** ttlSeconds drives no timer, only SQL arithmetic: a century is plenty and keeps timestamps sane. */
+export const MAX_TTL_SECONDS = 100 * 365 * 86_400;
+
+export function checkSeconds(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+  max: number = MAX_TIMER_SECONDS,
+): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
-    throw invalid(`${name} must be a finite number of seconds >= ${min}, got ${String(value)}.`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    throw invalid(`${name} must be a finite number of seconds from ${min} to ${max}, got ${String(value)}.`);
   }
   return value;
+}
+
+/** Refuses option names the type does not know (a typo such as `leaseSecond` would otherwise be ignored). */
+function checkKnown(what: string, options: object, known: Readonly<Record<string, true>>): void {
+  for (const name of Object.keys(options)) {
+    if (known[name]) continue;
+    const hint = Object.keys(known).find((k) => k.toLowerCase().startsWith(name.toLowerCase().slice(0, 4)));
+    throw invalid(
+      `${what} has no option "${name}"${hint ? `; did you mean "${hint}"?` : ''}. Known options: ${Object.keys(known).join(', ')}.`,
+    );
+  }
+}
+
+const LEDGER_OPTION_NAMES = {
+  connectionString: true,
+  pool: true,
+  pglite: true,
+  schema: true,
+  ttlSeconds: true,
+  leaseSeconds: true,
+  waitSeconds: true,
+  migrate: true,
+  poolSize: true,
+  connectTimeoutSeconds: true,
+  statementTimeoutSeconds: true,
+  queryTimeoutSeconds: true,
+  maxUnsavedResults: true,
+  maxUnsavedResultBytes: true,
+  preparedStatements: true,
+  replayCacheEntries: true,
+  replayCacheMaxBytes: true,
+  telemetry: true,
+} as const satisfies Record<keyof LedgerOptions, true>;
+
+const TOOL_OPTION_NAMES = {
+  name: true,
+  kind: true,
+  description: true,
+  title: true,
+  input: true,
+  handler: true,
+  volatileFields: true,
+  transactional: true,
+  destructive: true,
+  isFinalError: true,
+  resumeAbandoned: true,
+  leaseSeconds: true,
+  waitSeconds: true,
+  ttlSeconds: true,
+} as const satisfies Record<keyof ToolOptions<undefined, unknown>, true>;
+
+// postgres:// and postgresql:// URLs, libpq keyword strings ("host=... dbname=...") and socket paths.
+const CONNECTION_STRING = /^(postgres(ql)?:\/\/\S*|\/\S*|(\s*\w+\s*=\s*\S*)+\s*)$/;
+
+function checkConnectionString(value: unknown, source: string): string {
+  if (typeof value !== 'string' || !CONNECTION_STRING.test(value)) {
+    throw invalid(
+      `${source} must be a Postgres connection string such as postgres://user@host:5432/db (or "host=... dbname=..."), got ${typeof value === 'string' ? 'a string that is neither' : typeof value}.`,
+    );
+  }
+  if (value.startsWith('postgres')) {
+    try {
+      new URL(value);
+    } catch {
+      throw invalid(
+        `${source} is not a valid URL; use postgres://user@host:5432/db (percent-encode special characters).`,
+      );
+    }
+  }
+  return value;
+}
+
+let warnedInMemory = false;
+
+/** The implicit in-memory ledger loses every key on restart and shares none between processes. */
+function implicitInMemory(env: NodeJS.ProcessEnv): DatabaseChoice {
+  const advice =
+    'Pass connectionString (or set DATABASE_URL), pool, or pglite: "memory://" to choose the in-memory ledger on purpose.';
+  if (env.NODE_ENV === 'production') {
+    throw invalid(
+      `No database given and NODE_ENV=production: an in-memory ledger would forget every key on restart and share none between instances. ${advice}`,
+    );
+  }
+  if (!warnedInMemory) {
+    warnedInMemory = true;
+    process.emitWarning(
+      `tool-ledger: no database given, using an in-memory PGlite; keys are lost on restart. ${advice}`,
+      { code: 'TOOL_LEDGER_IN_MEMORY' },
+    );
+  }
+  return { kind: 'pglite', pglite: undefined };
 }
 
 /** Resolves every default in one place and freezes the result. */
@@ -165,26 +270,30 @@ export function resolveConfig(
   options: LedgerOptions = {},
   env: NodeJS.ProcessEnv = process.env,
 ): ResolvedConfig {
+  if (options === null || typeof options !== 'object')
+    throw invalid('createLedger options must be an object.');
+  checkKnown('createLedger', options, LEDGER_OPTION_NAMES);
   const given = (['connectionString', 'pool', 'pglite'] as const).filter((k) => options[k] !== undefined);
   if (given.length > 1) {
     throw invalid(`Pass only one of connectionString, pool and pglite (got ${given.join(' and ')}).`);
   }
   let database: DatabaseChoice;
   if (options.connectionString !== undefined) {
-    if (typeof options.connectionString !== 'string' || options.connectionString === '') {
-      throw invalid(
-        'connectionString must be a non-empty Postgres URL such as postgres://user@host:5432/db.',
-      );
-    }
-    database = { kind: 'connectionString', connectionString: options.connectionString };
+    database = {
+      kind: 'connectionString',
+      connectionString: checkConnectionString(options.connectionString, 'connectionString'),
+    };
   } else if (options.pool !== undefined) {
     database = { kind: 'pool', pool: options.pool };
   } else if (options.pglite !== undefined) {
     database = { kind: 'pglite', pglite: options.pglite };
   } else if (env.DATABASE_URL) {
-    database = { kind: 'connectionString', connectionString: env.DATABASE_URL };
+    database = {
+      kind: 'connectionString',
+      connectionString: checkConnectionString(env.DATABASE_URL, 'DATABASE_URL'),
+    };
   } else {
-    database = { kind: 'pglite', pglite: undefined };
+    database = implicitInMemory(env);
   }
 
   const schema = options.schema ?? DEFAULTS.schema;
@@ -201,7 +310,7 @@ export function resolveConfig(
   return Object.freeze({
     database,
     schema,
-    ttlSeconds: checkSeconds('ttlSeconds', options.ttlSeconds, DEFAULTS.ttlSeconds, 0),
+    ttlSeconds: checkSeconds('ttlSeconds', options.ttlSeconds, DEFAULTS.ttlSeconds, 0, MAX_TTL_SECONDS),
     leaseSeconds,
     waitSeconds: checkSeconds('waitSeconds', options.waitSeconds, DEFAULTS.waitSeconds, 0),
     migrate: options.migrate ?? true,
@@ -274,12 +383,15 @@ export function resolveToolConfig(
   definition: ToolOptions<StandardSchemaV1 | undefined, unknown>,
   ledger: ResolvedConfig,
 ): ResolvedToolConfig {
-  if (typeof definition?.name !== 'string' || !TOOL_NAME.test(definition.name)) {
+  if (definition === null || typeof definition !== 'object')
+    throw invalid('ledger.tool() needs an options object.');
+  if (typeof definition.name !== 'string' || !TOOL_NAME.test(definition.name)) {
     throw invalid(
       `Tool name ${JSON.stringify(definition?.name)} is invalid: use 1-128 letters, digits and _ . - : / (for example "create_invoice").`,
     );
   }
   const name = definition.name;
+  checkKnown(`Tool "${name}"`, definition, TOOL_OPTION_NAMES);
   if (!KINDS.includes(definition.kind)) {
     throw invalid(
       `Tool "${name}" has kind ${JSON.stringify(definition.kind)}; use 'read', 'mutation' or 'job'.`,
@@ -302,7 +414,13 @@ export function resolveToolConfig(
     handler: definition.handler as ResolvedToolConfig['handler'],
     leaseSeconds: checkSeconds(`${name}.leaseSeconds`, definition.leaseSeconds, ledger.leaseSeconds, 0.05),
     waitMs: checkSeconds(`${name}.waitSeconds`, definition.waitSeconds, ledger.waitSeconds, 0) * 1000,
-    ttlSeconds: checkSeconds(`${name}.ttlSeconds`, definition.ttlSeconds, ledger.ttlSeconds, 0),
+    ttlSeconds: checkSeconds(
+      `${name}.ttlSeconds`,
+      definition.ttlSeconds,
+      ledger.ttlSeconds,
+      0,
+      MAX_TTL_SECONDS,
+    ),
     volatileFields: Object.freeze([...(definition.volatileFields ?? [])]),
     transactional: definition.transactional === true,
     isFinalError: definition.isFinalError ?? never,

@@ -119,9 +119,39 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
   } catch (error) {
     throw new ToolLedgerError(
       'LEDGER_UNAVAILABLE',
-      `Could not open the ledger database (${db.kind}): ${error instanceof Error ? error.message : String(error)}.`,
+      `createLedger could not open the ledger database (${db.kind}): ${error instanceof Error ? error.message : String(error)}. Check the database option, then call createLedger again.`,
       { cause: error },
     );
+  }
+}
+
+/**
+ * A failure while opening the ledger, said as one: there is no call to retry yet, only the start-up. The driver's
+ * own message ("retry it with the same idempotency key") speaks of calls.
+ */
+function startupFailure(error: unknown, config: ResolvedConfig): unknown {
+  if (!(error instanceof ToolLedgerError) || error.code !== 'LEDGER_UNAVAILABLE') return error;
+  const driverError = error.cause instanceof Error ? error.cause : error;
+  const where =
+    config.database.kind === 'connectionString'
+      ? `the Postgres server of connectionString/DATABASE_URL (${maskedUrl(config.database.connectionString)})`
+      : `the ${config.database.kind} you passed`;
+  return new ToolLedgerError(
+    'LEDGER_UNAVAILABLE',
+    `createLedger could not start: ${where} failed while preparing schema "${config.schema}" (${driverError.message}). Check that the database is reachable and the address and credentials are right, then retry createLedger.`,
+    { cause: error.cause ?? error },
+  );
+}
+
+/** A connection string without its password, for messages. */
+function maskedUrl(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password) url.password = '***';
+    if (url.searchParams.has('password')) url.searchParams.set('password', '***');
+    return url.toString();
+  } catch {
+    return connectionString.replace(/password\s*=\s*\S+/gi, 'password=***');
   }
 }
 
@@ -135,7 +165,7 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     if (config.migrate) await applyMigrations(driver, config.schema);
   } catch (error) {
     await driver.close().catch(() => {});
-    throw error;
+    throw startupFailure(error, config);
   }
   const store = new LedgerStore(driver, config.schema, {
     maxEntries: config.replayCacheEntries,
@@ -145,14 +175,30 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
   const observer = config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry);
   const runtime = new LedgerRuntime(config, store, notifier, observer);
   let closing: Promise<void> | undefined;
+  const toolNames = new Set<string>();
 
   const ledger: Ledger = {
     config,
     tool: ((definition: ToolOptions<StandardSchemaV1 | undefined, unknown>) => {
       runtime.assertOpen(definition?.name ?? 'tool');
-      return createTool(runtime, definition);
+      const name = definition?.name;
+      if (typeof name === 'string' && toolNames.has(name)) {
+        throw new ToolLedgerError(
+          'CONFIG_INVALID',
+          `A tool named "${name}" is already registered on this ledger; tools share keys by name, so give each tool its own name.`,
+        );
+      }
+      const created = createTool(runtime, definition);
+      toolNames.add(created.name);
+      return created;
     }) as Ledger['tool'],
     async purgeExpired({ batchSize: requested, onProgress } = {}) {
+      if (runtime.closed) {
+        throw new ToolLedgerError(
+          'LEDGER_CLOSED',
+          'purgeExpired() was called after ledger.close(). Purge from a ledger that is open (or run it before closing).',
+        );
+      }
       const batchSize = resolveBatchSize(requested);
       let total = 0;
       for (;;) {

@@ -34,14 +34,14 @@ const startExport = ledger.tool({
   },
 });
 
-interface Row {
+type Row = {
   step: string;
   tool: string;
   key: string;
   outcome: string;
   attempt: string;
   detail: string;
-}
+};
 const rows: Row[] = [];
 
 async function record(step: string, tool: string, key: string, run: () => Promise<InvokeReport<unknown>>) {
@@ -67,7 +67,7 @@ async function record(step: string, tool: string, key: string, run: () => Promis
       key,
       outcome: e instanceof ToolLedgerError ? e.code : 'error',
       attempt: '-',
-      detail: e.message.length > 70 ? `${e.message.slice(0, 67)}...` : e.message,
+      detail: e.message,
     });
   }
 }
@@ -109,7 +109,7 @@ await record('9 retry once it finished', 'start_export', 'export-1', () =>
 );
 
 console.log(`\ntool-ledger demo: one agent session on the embedded ledger (tenant ${session.tenant})\n`);
-console.table(rows);
+printTable(rows);
 console.log(
   `side effects actually performed: ${invoices.size} invoices created (for 8 create_invoice calls)\n`,
 );
@@ -117,3 +117,42 @@ console.log(
 await ledger.close();
 console.log(telemetry.summary());
 await telemetry.shutdown();
+
+/**
+ * A plain table: no index column, no quotes, and long details wrapped at word boundaries onto further lines
+ * (console.table quotes strings and the old truncation cut messages mid-word).
+ */
+function printTable(table: readonly Record<string, string>[]): void {
+  const columns = Object.keys(table[0] ?? {});
+  const detailWidth = 72;
+  const wrap = (text: string): string[] => {
+    const lines: string[] = [];
+    let line = '';
+    for (const word of text.split(/\s+/)) {
+      if (line && line.length + 1 + word.length > detailWidth) {
+        lines.push(line);
+        line = word;
+      } else {
+        line = line ? `${line} ${word}` : word;
+      }
+    }
+    return [...lines, line];
+  };
+  const cells = table.map((row) =>
+    columns.map((c) => (c === 'detail' ? wrap(row[c] ?? '') : [row[c] ?? ''])),
+  );
+  const widths = columns.map((c, i) =>
+    Math.max(c.length, ...cells.map((r) => Math.max(...r[i]!.map((l) => l.length)))),
+  );
+  const render = (parts: readonly string[]) =>
+    parts
+      .map((p, i) => p.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  console.log(render(columns));
+  console.log(render(widths.map((w) => '-'.repeat(w))));
+  for (const row of cells) {
+    const height = Math.max(...row.map((lines) => lines.length));
+    for (let n = 0; n < height; n++) console.log(render(row.map((lines) => lines[n] ?? '')));
+  }
+}

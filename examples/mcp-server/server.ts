@@ -8,8 +8,9 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+// MCP TypeScript SDK 2.x; with 1.x: '@modelcontextprotocol/sdk/server/mcp.js' and '.../server/stdio.js'.
+import { McpServer } from '@modelcontextprotocol/server';
+import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import pg from 'pg';
 import { z } from 'zod';
 // In your project: import { createLedger, type Queryable, ToolFailure } from 'tool-ledger';

@@ -12,9 +12,15 @@ export class NotJsonError extends Error {
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 interface Options {
-  /** Also refuse strings Postgres jsonb cannot store (NUL, unpaired surrogates). */
+  /** Also refuse strings Postgres jsonb cannot store (NUL). Unpaired surrogates are always refused. */
   readonly storable: boolean;
 }
+
+/**
+ * How deeply values may nest. Deeper ones are refused with a path instead of overflowing the stack here, in the
+ * canonical hash or in Postgres's JSON parser.
+ */
+export const MAX_JSON_DEPTH = 512;
 
 const REFUSED_CLASSES: ReadonlyArray<[abstract new (...args: never[]) => object, string]> = [
   [Map, 'a Map'],
@@ -33,6 +39,9 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
   const ancestors: object[] = [];
 
   const walk = (input: unknown, path: string, key: string): JsonValue | undefined => {
+    if (ancestors.length >= MAX_JSON_DEPTH) {
+      throw new NotJsonError(path, `nested deeper than ${MAX_JSON_DEPTH} levels`);
+    }
     let current = input;
     if (
       current !== null &&
@@ -47,9 +56,10 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
       case 'boolean':
         return current;
       case 'string':
-        if (options.storable) {
-          if (current.includes('\u0000')) throw new NotJsonError(path, 'string contains a NUL character');
-          if (!current.isWellFormed()) throw new NotJsonError(path, 'string contains an unpaired surrogate');
+        // An unpaired surrogate has no UTF-8 form: neither the canonical hash nor Postgres can take it.
+        if (!current.isWellFormed()) throw new NotJsonError(path, 'string contains an unpaired surrogate');
+        if (options.storable && current.includes('\u0000')) {
+          throw new NotJsonError(path, 'string contains a NUL character');
         }
         return current;
       case 'number':
@@ -76,7 +86,7 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
       }
       const out: { [key: string]: JsonValue } = {};
       for (const [k, v] of Object.entries(object)) {
-        if (options.storable && (k.includes('\u0000') || !k.isWellFormed())) {
+        if (!k.isWellFormed() || (options.storable && k.includes('\u0000'))) {
           throw new NotJsonError(`${path}.${k}`, 'property name cannot be stored');
         }
         const converted = walk(v, `${path}.${k}`, k);

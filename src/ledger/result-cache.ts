@@ -28,8 +28,8 @@ interface Entry {
   readonly bytes: number;
 }
 
-/** Rough per-entry overhead beyond its strings: the row object, its dates and the map slot. */
-const ENTRY_OVERHEAD_BYTES = 600;
+/** Per-entry overhead beyond its strings: the row object, its dates and the map slot (measured ~1.4 KB). */
+const ENTRY_OVERHEAD_BYTES = 1200;
 
 export function cacheKey(tenant: string, tool: string, key: string): string {
   return `${tenant}\u0000${tool}\u0000${key}`;
@@ -60,9 +60,14 @@ export class ResultCache {
     return this.#bytes;
   }
 
-  /** Remembers a completed row read (or written) by a statement sent at `sentAt` (`performance.now()`). */
+  /**
+   * Remembers a completed row written (`resultText` given) or read by a statement sent at `sentAt`
+   * (`performance.now()`). A row this process completed evicts the least recently used; a row it only read takes
+   * free room only, so a sweep over more keys than fit (a batch replayed in order) cannot flush the whole cache.
+   */
   remember(row: RunRow, sentAt: number, resultText?: string | null): void {
     if (this.#limits.maxEntries <= 0) return;
+    if (resultText === undefined && this.#entries.size >= this.#limits.maxEntries) return;
     const completed = row.status === 'succeeded' || (row.status === 'failed' && row.final);
     if (!completed) return;
     const remainingMs = row.expires_at.getTime() - row.db_now.getTime();

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
 import type { Driver } from './driver.js';
@@ -256,6 +257,10 @@ export class LedgerStore {
   }
 }
 
+/**
+ * A lease owner names the worker for support (`host:pid`) plus a random part that keeps every claim's fencing token
+ * unique, also across restarts that reuse a pid.
+ */
 export function newLeaseOwner(): string {
-  return randomUUID();
+  return `${hostname()}:${process.pid}:${randomUUID()}`;
 }

@@ -53,6 +53,11 @@ export class BackgroundSaves {
     return this.#entries.length;
   }
 
+  /** Reports a tool's count as 0 before anything is kept, so its series exists (and alerts see 0, not nothing). */
+  announce(tool: string): void {
+    this.#changed(tool, 0);
+  }
+
   get bytes(): number {
     return this.#bytes;
   }

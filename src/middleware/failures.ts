@@ -1,4 +1,4 @@
-import { ToolFailure, ToolLedgerError } from '../contract/errors.js';
+import { ErrorCode, ToolFailure, ToolLedgerError } from '../contract/errors.js';
 import { toJsonValue } from '../contract/json.js';
 import type { StoredError } from '../contract/types.js';
 
@@ -43,8 +43,17 @@ export function toStoredError(error: unknown, final: boolean): StoredError {
   };
 }
 
-/** The error a replay of a final failure throws: the same message, reason and details as the first time. */
-export function replayedFailure(stored: StoredError): ToolFailure {
+/** The codes a final failure recorded by the ledger itself can carry, replayed as the same `ToolLedgerError`. */
+const LEDGER_CODES = new Set<string>(Object.values(ErrorCode));
+
+/**
+ * The error a replay of a final failure throws: the same code, message, reason and details as the first time. A
+ * failure the ledger recorded (`RESULT_INVALID`) replays as that `ToolLedgerError`, not as a `ToolFailure`.
+ */
+export function replayedFailure(stored: StoredError): ToolLedgerError {
+  if (stored.name === 'ToolLedgerError' && stored.code !== 'TOOL_FAILED' && LEDGER_CODES.has(stored.code)) {
+    return new ToolLedgerError(stored.code as ErrorCode, stored.message, { retryable: false });
+  }
   return new ToolFailure(stored.message, {
     final: true,
     ...(stored.reason === undefined ? {} : { reason: stored.reason }),

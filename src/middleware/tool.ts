@@ -133,6 +133,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const { store, notifier, observer } = runtime;
   const execute = createExecutor({ runtime, ...tool });
   const claimLoop = kind === 'read' ? undefined : createClaimLoop(kind, { name, runtime, execute });
+  if (kind !== 'read') runtime.saves.announce(name);
 
   const decide = async (
     input: unknown,

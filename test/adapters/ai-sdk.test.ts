@@ -2,7 +2,7 @@ import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { createLedger, deriveKey, type Ledger, type LedgerTool } from '../../src/index.js';
+import { createLedger, deriveKey, type Ledger, type LedgerTool, ToolFailure } from '../../src/index.js';
 import { ledgerAiTool } from '../../src/integrations/ai-sdk/index.js';
 
 type LanguageModelV3GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
@@ -122,6 +122,10 @@ describe('ledgerAiTool through generateText and the SDK mock model', () => {
     const outputs = result.steps.flatMap((step) => step.toolResults.map((r) => r.output));
     expect(outputs).toEqual([{ messageId: 'm_1' }, { messageId: 'm_1' }]);
     expect(seen).toHaveLength(3);
+    // The model reads the replay as one: a sentence before the original result.
+    expect(JSON.stringify(seen[2]!.prompt)).toMatch(
+      /Replayed: send_email already did this request at [^"]+ and did not do it again; this is the original result\.\\n\{\\"messageId\\":\\"m_1\\"\}/,
+    );
 
     // The same call id in another conversation is another intent.
     const other = scripted(toolCalls({ id: 'call_1', input: args }), done);
@@ -153,11 +157,43 @@ describe('ledgerAiTool through generateText and the SDK mock model', () => {
         .map((part) => part.error as { code: string; message: string }),
     );
     expect(errors.map((e) => e.code)).toEqual(['KEY_REUSED', 'INPUT_INVALID']);
-    expect(errors[0]!.message).toMatch(/Nothing was done; make a new tool call/);
+    expect(errors[0]!.message).toMatch(
+      /Nothing was done again\. If the user wants the changed request, make a new tool call/,
+    );
     // What the model sees on its next step.
     const lastPrompt = JSON.stringify(seen[3]!.prompt);
     expect(lastPrompt).toContain('KEY_REUSED');
     expect(lastPrompt).toContain('INPUT_INVALID');
+  });
+
+  it('throws a ToolFailure as a ToolFailure, with final, reason and details kept', async () => {
+    const charge = ledger.tool({
+      name: 'charge_card',
+      kind: 'mutation',
+      input: z.object({ cents: z.number() }),
+      handler: async () => {
+        throw new ToolFailure('Card declined', { reason: 'card_declined', details: { retryIn: 'never' } });
+      },
+    });
+    const { model } = scripted(toolCalls({ id: 'call_c', input: { cents: 5 }, name: 'charge_card' }), done);
+    const result = await generateText({
+      model,
+      prompt: 'charge',
+      tools: { charge_card: ledgerAiTool(charge, { conversationId: 'conv-fail' }) },
+      stopWhen: stepCountIs(3),
+    });
+    const part = result.steps[0]!.content.find((p) => p.type === 'tool-error') as { error: unknown };
+    expect(part.error).toBeInstanceOf(ToolFailure);
+    expect(part.error).toMatchObject({
+      code: 'TOOL_FAILED',
+      final: true,
+      reason: 'card_declined',
+      details: { retryIn: 'never' },
+      message: expect.stringMatching(
+        /^TOOL_FAILED \(card_declined\): Card declined\. charge_card did not complete/,
+      ),
+      cause: expect.objectContaining({ message: 'Card declined' }),
+    });
   });
 
   it('refuses to guess a key without a conversation id', async () => {

@@ -1,6 +1,5 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MCP_CALL_META_KEY, MCP_ERROR_META_KEY } from '../../src/integrations/mcp/index.js';
 import { ROOT } from './support/built.js';
@@ -93,7 +92,7 @@ describe('examples/mcp-server over stdio', () => {
 
   it('runs an export job and reports it through start_export_status', async () => {
     const started = await call('start_export', { format: 'csv', idempotency_key: 'ex-export-1' });
-    const { jobId } = started.structuredContent as { jobId: string };
+    const { job_id: jobId } = started.structuredContent as { job_id: string };
     let status: Record<string, unknown> = {};
     for (let i = 0; i < 100; i++) {
       status = (await call('start_export_status', { job_id: jobId })).structuredContent as Record<

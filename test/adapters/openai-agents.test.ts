@@ -132,10 +132,12 @@ describe('ledgerFunctionTool through the Agents SDK run loop with a scripted mod
         user: 'u-1',
       },
     ]);
-    expect(toolOutputs(result).map((o) => JSON.parse(o))).toEqual([
-      { messageId: 'm_1' },
-      { messageId: 'm_1' },
-    ]);
+    const [first, again] = toolOutputs(result);
+    expect(JSON.parse(first!)).toEqual({ messageId: 'm_1' });
+    // The repeated call replays, and the model reads so before the original result.
+    expect(again).toMatch(
+      /^Replayed: send_email already did this request at .+ and did not do it again; this is the original result\.\n\{"messageId":"m_1"\}$/,
+    );
   });
 
   it('reuses the key when an interrupted run is resumed from its serialized state, even twice', async () => {
@@ -203,8 +205,14 @@ describe('ledgerFunctionTool through the Agents SDK run loop with a scripted mod
       context: { conversationId: 'conv-3', tenant: 'acme', user: 'u-1' },
     });
     const outputs = toolOutputs(result);
-    expect(outputs[1]).toMatch(/^KEY_REUSED: .*use a new idempotency_key/);
+    // The model sent no key: the error speaks of the tool call, not of an idempotency_key it never saw.
+    expect(outputs[1]).toMatch(
+      /^KEY_REUSED: This tool call was already carried out with different arguments\./,
+    );
+    expect(outputs[1]).not.toContain('idempotency_key');
     expect(outputs[2]).toMatch(/^INPUT_INVALID: .*to: /);
-    expect(outputs[3]).toMatch(/^TOOL_FAILED \(blocked\): Recipient is blocked\. This failure is final/);
+    expect(outputs[3]).toMatch(
+      /^TOOL_FAILED \(blocked\): Recipient is blocked\. send_email did not complete this request, and this is final for this tool call\./,
+    );
   });
 });

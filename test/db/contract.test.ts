@@ -321,7 +321,9 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
         return { done: true };
       },
     });
-    const impatient = ledger.tool({
+    // The same tool seen from a second process (one ledger refuses a name registered twice).
+    const elsewhere = await backend.open({ schema: ledger.schema, waitSeconds: 5 });
+    const impatient = elsewhere.tool({
       name: 'slow',
       kind: 'mutation',
       waitSeconds: 0,

@@ -17,18 +17,22 @@ describe('npm run demo', () => {
       timeout: 60_000,
     });
     for (const expected of [
-      /'1 first call'.*'executed'/,
-      /'2 retry after a timeout'.*'replayed'/,
-      /'3 changed instruction, new key'.*'executed'/,
-      /'4 caller bug: key reused'.*'KEY_REUSED'/,
-      /'6 validation failure'.*'INPUT_INVALID'/,
-      /'7 start a long job'.*'job running'/,
-      /'9 retry once it finished'.*'job succeeded/,
+      /^1 first call\s.*\sexecuted\s/m,
+      /^2 retry after a timeout\s.*\sreplayed\s/m,
+      /^3 changed instruction, new key\s.*\sexecuted\s/m,
+      /^4 caller bug: key reused\s.*\sKEY_REUSED\s/m,
+      /^6 validation failure\s.*\sINPUT_INVALID\s/m,
+      /^7 start a long job\s.*\sjob running/m,
+      /^9 retry once it finished\s.*\sjob succeeded/m,
       /3 invoices created \(for 8 create_invoice calls\)/,
       /execute_tool create_invoice\s+replayed.*original_execution/,
     ]) {
       expect(output).toMatch(expected);
     }
-    expect(output.match(/'5 parallel duplicate #\d'.*'executed'/g)).toHaveLength(1);
+    expect(output.match(/^5 parallel duplicate #\d\s.*\sexecuted\s/gm)).toHaveLength(1);
+    // A plain table: no console.table index column or quoted cells, and the KEY_REUSED message whole.
+    expect(output).not.toContain('(index)');
+    expect(output).not.toMatch(/'(executed|replayed|KEY_REUSED)'/);
+    expect(output.replace(/\s+/g, ' ')).toContain('reuse a key only to retry the exact same request.');
   });
 });

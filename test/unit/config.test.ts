@@ -32,6 +32,11 @@ describe('resolveConfig', () => {
     [{ waitSeconds: Number.NaN }, /waitSeconds/],
     [{ connectionString: 'postgres://a', pglite: 'memory://' }, /only one/],
     [{ poolSize: 0 }, /poolSize/],
+    [{ leaseSecond: 5 }, /no option "leaseSecond"; did you mean "leaseSeconds"/],
+    [{ waitSeconds: 30 * 86_400 }, /waitSeconds/],
+    [{ connectTimeoutSeconds: 3e6 }, /connectTimeoutSeconds/],
+    [{ ttlSeconds: 1e12 }, /ttlSeconds/],
+    [{ connectionString: 'definitely not a url' }, /connection string/],
   ])('refuses %o with CONFIG_INVALID', (options, message) => {
     expect(() => resolveConfig(options as never, {})).toThrow(message);
     try {
@@ -39,5 +44,26 @@ describe('resolveConfig', () => {
     } catch (error) {
       expect(error).toMatchObject({ code: 'CONFIG_INVALID', retryable: false });
     }
+  });
+
+  it('refuses the implicit in-memory ledger in production, saying what to pass', () => {
+    expect(() => resolveConfig({}, { NODE_ENV: 'production' })).toThrow(
+      expect.objectContaining({
+        code: 'CONFIG_INVALID',
+        message: expect.stringMatching(/connectionString.*DATABASE_URL/),
+      }),
+    );
+    expect(resolveConfig({ pglite: 'memory://' }, { NODE_ENV: 'production' }).database.kind).toBe('pglite');
+  });
+
+  it('warns once elsewhere', async () => {
+    const { vi } = await import('vitest');
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    resolveConfig({}, {});
+    resolveConfig({}, {});
+    const ours = warn.mock.calls.filter((call) => String(call[0]).includes('in-memory PGlite'));
+    // The first test of this file may already have warned: at most one warning per process.
+    expect(ours.length).toBeLessThanOrEqual(1);
+    warn.mockRestore();
   });
 });

@@ -8,13 +8,19 @@ const printable = fc
   .filter((s) => !/[\p{Cc}\u2028\u2029]/u.test(s));
 
 describe('key rules', () => {
-  it('accepts every non-empty printable key of at most 255 characters', () => {
+  it('accepts every printable key of at most 255 characters that is not only whitespace', () => {
     fc.assert(
       fc.property(printable, (key) => {
-        fc.pre([...key].length <= MAX_KEY_LENGTH);
+        fc.pre([...key].length <= MAX_KEY_LENGTH && key.trim().length > 0);
         expect(() => assertValidKey(key, 't')).not.toThrow();
       }),
     );
+  });
+
+  it('refuses keys made only of whitespace', () => {
+    for (const key of [' ', '   ', '\u00a0', '\u3000 ']) {
+      expect(() => assertValidKey(key, 't')).toThrow(/only whitespace/);
+    }
   });
 
   it('refuses keys with a control character, wherever it is', () => {

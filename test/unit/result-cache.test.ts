@@ -90,12 +90,17 @@ describe('replay cache', () => {
 
   it('is bounded by entries and by bytes, dropping the least recently used', () => {
     const cache = new ResultCache({ maxEntries: 3, maxBytes: 1_000_000 });
-    for (const key of ['a', 'b', 'c']) cache.remember(row({ idempotency_key: key }), performance.now());
+    const completed = (key: string) => cache.remember(row({ idempotency_key: key }), performance.now(), '1');
+    for (const key of ['a', 'b', 'c']) completed(key);
     cache.replay('default', 't', 'a', null, 'h');
-    cache.remember(row({ idempotency_key: 'd' }), performance.now());
+    completed('d');
     expect(cache.size).toBe(3);
     expect(cache.replay('default', 't', 'b', null, 'h')).toBeUndefined();
     expect(cache.replay('default', 't', 'a', null, 'h')).toBeDefined();
+    // A row only read takes free room only: replaying more keys than fit, in order, keeps the cache useful.
+    cache.remember(row({ idempotency_key: 'read' }), performance.now());
+    expect(cache.replay('default', 't', 'read', null, 'h')).toBeUndefined();
+    expect(cache.replay('default', 't', 'c', null, 'h')).toBeDefined();
 
     const small = new ResultCache({ maxEntries: 1000, maxBytes: 10_000 });
     const big = { text: 'x'.repeat(2000) };

@@ -1,13 +1,19 @@
 import { jsonSchema, type Tool, type ToolExecutionOptions, tool } from 'ai';
-import { deriveKey } from '../../contract/derive-key.js';
 import { ToolLedgerError } from '../../contract/errors.js';
 import type { CallContext } from '../../contract/types.js';
-import type { LedgerTool } from '../../middleware/tool.js';
-import { errorText, type KeySource } from '../shared/error-text.js';
-import { inputJsonSchema } from '../shared/json-schema.js';
+import {
+  type AdapterTool,
+  describeTool,
+  type Resolver,
+  resolverOf,
+  runnerKey,
+  stringField,
+} from '../shared/adapter-tool.js';
+import { ReplayNotes, withModelMessage } from '../shared/model-error.js';
+import { errorText, replayNotice, type TextSubject } from '../shared/model-text.js';
 
 /** Resolves a value from the tool call (its id, messages and the `experimental_context` of the generation). */
-export type AiSdkResolver = (options: ToolExecutionOptions) => string | undefined;
+export type AiSdkResolver = Resolver<[options: ToolExecutionOptions]>;
 
 /** Options of `ledgerAiTool`. */
 export interface LedgerAiToolOptions {
@@ -40,83 +46,80 @@ export interface LedgerAiToolOptions {
   readonly inputJsonSchema?: Record<string, unknown>;
 }
 
-function fromContext(field: string): AiSdkResolver {
-  return (options) => {
-    const context = options.experimental_context;
-    if (context === null || typeof context !== 'object') return undefined;
-    const value = (context as Record<string, unknown>)[field];
-    return typeof value === 'string' ? value : undefined;
-  };
-}
-
-function resolver(option: string | AiSdkResolver | undefined, field: string): AiSdkResolver {
-  if (typeof option === 'string') return () => option;
-  return option ?? fromContext(field);
-}
-
-const RUNNER_KEY: KeySource = { kind: 'runner' };
+const fromContext =
+  (field: string): AiSdkResolver =>
+  (options) =>
+    stringField(options.experimental_context, field);
 
 /**
  * Wraps a ledger tool as a Vercel AI SDK (v6) `tool()`. The idempotency key is derived from the conversation id
- * and the model's tool call id with `deriveKey`, so the model never handles keys: a generation that is retried or
- * resumed with the same tool call gets the original result instead of running the action again.
+ * and the model's tool call id, so the model never handles keys: a generation that is retried or resumed with
+ * the same tool call gets the original result instead of running the action again, and the model reads a
+ * sentence saying it was a replay.
  *
- * Ledger errors are thrown as `ToolLedgerError`s whose message speaks to the model (the SDK sends it back as the
- * tool error) and whose `code` stays stable for programs reading the `tool-error` parts.
+ * Ledger errors are thrown as the same `ToolLedgerError` (a `ToolFailure` stays one, with `final`, `reason` and
+ * `details`) whose message speaks to the model (the SDK sends it back as the tool error); the developer's
+ * message is its `cause`.
  */
 export function ledgerAiTool(
-  ledgerTool: LedgerTool<never, unknown>,
+  ledgerTool: AdapterTool,
   options: LedgerAiToolOptions = {},
 ): Tool<Record<string, unknown>, unknown> {
-  const name = ledgerTool.name;
-  const target = ledgerTool as unknown as LedgerTool<unknown, unknown>;
-  const conversationId = resolver(options.conversationId, 'conversationId');
-  const tenant = resolver(options.tenant, 'tenant');
-  const user = resolver(options.user, 'user');
-  const schema = inputJsonSchema(
-    name,
-    ledgerTool.input,
-    options.inputJsonSchema,
-    'ledgerAiTool(tool, { inputJsonSchema })',
-  );
-  const description = options.description ?? ledgerTool.description;
+  const described = describeTool(ledgerTool, {
+    description: options.description,
+    inputJsonSchema: options.inputJsonSchema,
+    hint: 'ledgerAiTool(tool, { inputJsonSchema })',
+  });
+  const name = described.name;
+  const conversationId = resolverOf(options.conversationId, fromContext('conversationId'));
+  const tenant = resolverOf(options.tenant, fromContext('tenant'));
+  const user = resolverOf(options.user, fromContext('user'));
+  const subject: TextSubject = {
+    tool: name,
+    kind: ledgerTool.kind,
+    key: ledgerTool.kind === 'read' ? { kind: 'none' } : { kind: 'call' },
+  };
+  const notes = new ReplayNotes();
 
   return tool<Record<string, unknown>, unknown>({
-    ...(description === undefined ? {} : { description }),
-    ...(ledgerTool.title === undefined ? {} : { title: ledgerTool.title }),
+    ...(described.description === undefined ? {} : { description: described.description }),
+    ...(described.title === undefined ? {} : { title: described.title }),
     // No validator here: the ledger tool validates, so bad input comes back as INPUT_INVALID with its code.
-    inputSchema: jsonSchema<Record<string, unknown>>(schema as Parameters<typeof jsonSchema>[0]),
+    inputSchema: jsonSchema<Record<string, unknown>>(described.schema),
     async execute(input, execution) {
-      let key: string | undefined;
-      if (ledgerTool.kind !== 'read') {
-        const conversation = conversationId(execution);
-        if (conversation === undefined) {
-          throw new ToolLedgerError(
-            'KEY_REQUIRED',
-            `Tool "${name}" needs a conversation id to derive its idempotency key: pass ledgerAiTool(tool, { conversationId }) or experimental_context: { conversationId }.`,
-          );
-        }
-        key = deriveKey({ runId: conversation, toolCallId: execution.toolCallId, tool: name });
-      }
-      const context: CallContext = {
-        key,
-        tenant: tenant(execution),
-        user: user(execution),
-        toolCallId: execution.toolCallId,
-        signal: execution.abortSignal,
-      };
       try {
-        return await target.call(input, context);
+        let key: string | undefined;
+        if (ledgerTool.kind !== 'read') {
+          const conversation = conversationId(execution);
+          if (conversation === undefined) {
+            // Not a key from the tool call id alone: mock and some real providers reuse ids across conversations.
+            throw new ToolLedgerError(
+              'KEY_REQUIRED',
+              `Tool "${name}" needs a conversation id to derive its idempotency key: pass ledgerAiTool(tool, { conversationId }) or experimental_context: { conversationId }.`,
+            );
+          }
+          key = runnerKey(conversation, execution.toolCallId, name);
+        }
+        const context: CallContext = {
+          key,
+          tenant: tenant(execution),
+          user: user(execution),
+          toolCallId: execution.toolCallId,
+          signal: execution.abortSignal,
+        };
+        const report = await ledgerTool.invoke(input, context);
+        const notice = replayNotice(name, report);
+        if (notice !== undefined) notes.set(execution.toolCallId, notice);
+        return report.value;
       } catch (error) {
         if (!(error instanceof ToolLedgerError)) throw error;
-        throw new ToolLedgerError(error.code, errorText(error, name, RUNNER_KEY), {
-          cause: error,
-          retryable: error.retryable,
-          ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
-          ...(error.conflictReason === undefined ? {} : { conflictReason: error.conflictReason }),
-          ...(error.issues === undefined ? {} : { issues: error.issues }),
-        });
+        throw withModelMessage(error, errorText(error, subject));
       }
+    },
+    toModelOutput({ toolCallId, output }) {
+      const json = JSON.stringify(output ?? null);
+      const note = notes.take(toolCallId);
+      return { type: 'text', value: note === undefined ? json : `${note}\n${json}` };
     },
   });
 }

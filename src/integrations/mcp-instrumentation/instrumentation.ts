@@ -11,6 +11,7 @@ import type { CallObserver, Decision } from '../../contract/observer.js';
 import { loadLogsApi } from '../../telemetry/logs-api.js';
 import { createOtelObserver } from '../../telemetry/observer.js';
 import { mcpCallAttributes } from '../mcp/attributes.js';
+import { requestInfo } from '../mcp/request.js';
 import { contextFromMeta, withCallAttributes } from '../shared/call-attributes.js';
 import { isLedgerCallback } from '../shared/marker.js';
 import type { McpServerLike, RegisteredToolLike, ToolCallbackLike } from './internal-types.js';
@@ -18,6 +19,7 @@ import type { ToolLedgerMcpInstrumentationConfig } from './types.js';
 
 const INSTRUMENTATION_NAME = 'tool-ledger/mcp-instrumentation';
 const SUPPORTED_VERSIONS = ['>=1.10.0 <2'];
+const SUPPORTED_V2_VERSIONS = ['>=2.0.0 <3'];
 // The same relative path from src/ (tests) and dist/ (the package) reaches the package root.
 const VERSION: string = createRequire(import.meta.url)('../../../package.json').version;
 
@@ -141,6 +143,13 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
             unpatch,
           ),
         ],
+      ),
+      // SDK 2.x has a real root entry that exports McpServer, so the root module is the one to patch.
+      new InstrumentationNodeModuleDefinition(
+        '@modelcontextprotocol/server',
+        SUPPORTED_V2_VERSIONS,
+        patch,
+        unpatch,
       ),
     ];
   }
@@ -332,14 +341,12 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
     const wrapped: Wrapped = function instrumentedToolCallback(this: unknown, ...args: unknown[]) {
       if (!instrumentation.isEnabled()) return original.apply(this, args);
       // The SDK calls `(args, extra)` for tools with an input schema and `(extra)` for tools without one.
-      const extra = args.at(-1) as
-        | { sessionId?: string; requestId?: string | number; _meta?: Record<string, unknown> }
-        | undefined;
+      const request = requestInfo(args.at(-1));
       const input = args.length > 1 ? args[0] : undefined;
       return withCallAttributes(
-        mcpCallAttributes(extra),
+        mcpCallAttributes(request),
         () => instrumentation.observeCall(name, readOnly, input, () => original.apply(this, args)),
-        contextFromMeta(extra?._meta),
+        contextFromMeta(request._meta),
       );
     };
     wrapped[ORIGINAL] = original;

@@ -1,27 +1,32 @@
 import type { Attributes } from '@opentelemetry/api';
 
 /**
- * MCP and JSON-RPC attribute names from the OpenTelemetry semantic conventions for MCP (experimental), copied
- * as literals so the incubating entry point is never imported at runtime.
+ * MCP, JSON-RPC and network attribute names from the OpenTelemetry semantic conventions for MCP
+ * (experimental), copied as literals so the incubating entry point is never imported at runtime.
  */
 export const MCP_ATTR = {
   METHOD_NAME: 'mcp.method.name',
   SESSION_ID: 'mcp.session.id',
+  PROTOCOL_VERSION: 'mcp.protocol.version',
   JSONRPC_REQUEST_ID: 'jsonrpc.request.id',
+  NETWORK_TRANSPORT: 'network.transport',
 } as const;
 
 export const MCP_METHOD_TOOLS_CALL = 'tools/call' as const;
 
-/** The request fields the attributes come from; structural, so this module never loads the MCP SDK. */
+/** The request fields the attributes come from; structural, so this module never loads an MCP SDK. */
 export interface McpRequestIds {
   readonly sessionId?: string | undefined;
   readonly requestId?: string | number | undefined;
+  readonly protocolVersion?: string | undefined;
+  readonly transport?: string | undefined;
 }
 
-export function mcpCallAttributes(extra: McpRequestIds | undefined): Attributes {
+export function mcpCallAttributes(request: McpRequestIds | undefined): Attributes {
   const attributes: Attributes = { [MCP_ATTR.METHOD_NAME]: MCP_METHOD_TOOLS_CALL };
-  if (typeof extra?.sessionId === 'string' && extra.sessionId)
-    attributes[MCP_ATTR.SESSION_ID] = extra.sessionId;
-  if (extra?.requestId !== undefined) attributes[MCP_ATTR.JSONRPC_REQUEST_ID] = String(extra.requestId);
+  if (request?.sessionId) attributes[MCP_ATTR.SESSION_ID] = request.sessionId;
+  if (request?.requestId !== undefined) attributes[MCP_ATTR.JSONRPC_REQUEST_ID] = String(request.requestId);
+  if (request?.protocolVersion) attributes[MCP_ATTR.PROTOCOL_VERSION] = request.protocolVersion;
+  if (request?.transport) attributes[MCP_ATTR.NETWORK_TRANSPORT] = request.transport;
   return attributes;
 }

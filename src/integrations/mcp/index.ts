@@ -4,6 +4,16 @@ export {
   keyArgumentDescription,
   MCP_CALL_META_KEY,
   MCP_ERROR_META_KEY,
+  MCP_KEY_META_KEY,
   registerMcpTool,
 } from './register.js';
-export type { McpRequestExtra, McpResolver, RegisteredMcpTools, RegisterMcpToolOptions } from './types.js';
+export type {
+  McpAuthInfo,
+  McpRequestExtra,
+  McpRequestInfo,
+  McpResolver,
+  McpServerLike,
+  McpToolResult,
+  RegisteredMcpTools,
+  RegisterMcpToolOptions,
+} from './types.js';

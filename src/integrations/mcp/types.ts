@@ -1,12 +1,90 @@
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type * as z from 'zod/v4-mini';
 import type { InvokeReport } from '../../contract/types.js';
 
-/** The request details the MCP SDK hands a tool callback: auth info, session id, abort signal. */
-export type McpRequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** The content blocks a tool result of either SDK line may carry. */
+export type McpContentBlock =
+  | { type: 'text'; text: string; _meta?: Record<string, unknown> }
+  | { type: 'image'; data: string; mimeType: string; _meta?: Record<string, unknown> }
+  | { type: 'audio'; data: string; mimeType: string; _meta?: Record<string, unknown> }
+  | { type: 'resource_link'; uri: string; name: string; mimeType?: string; description?: string };
+
+/**
+ * A tool result as both SDK lines define it (`CallToolResult`). A type alias rather than an interface, so it
+ * meets the SDKs' index-signature result types.
+ */
+export type McpToolResult = {
+  content: McpContentBlock[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+};
+
+/** What `registerMcpTool` passes to `registerTool`: the part of its config both SDK lines share. */
+export interface McpToolConfig {
+  title?: string;
+  description?: string;
+  inputSchema: z.ZodMiniObject;
+  outputSchema?: z.ZodMiniObject;
+  annotations?: {
+    title?: string;
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
+  _meta?: Record<string, unknown>;
+}
+
+/**
+ * The `McpServer` of either SDK line: `@modelcontextprotocol/sdk` 1.x or `@modelcontextprotocol/server` 2.x.
+ * Structural, so this module loads neither and users bring the version they have. The callback's second
+ * argument is the SDK's `extra` (1.x) or `ctx` (2.x).
+ */
+export interface McpServerLike {
+  registerTool(
+    name: string,
+    config: McpToolConfig,
+    callback: (args: Record<string, unknown>, extra: unknown) => Promise<McpToolResult>,
+  ): unknown;
+}
+
+/** The validated access token the transport attached to the request (HTTP transports with auth). */
+export interface McpAuthInfo {
+  readonly token?: string;
+  readonly clientId?: string;
+  readonly scopes?: readonly string[];
+  readonly extra?: Record<string, unknown>;
+  readonly [field: string]: unknown;
+}
+
+/**
+ * One `tools/call` request, the same for both SDK lines. `raw` is what the SDK handed the tool: `extra` (1.x) or
+ * `ctx` (2.x), for anything else a resolver needs.
+ */
+export interface McpRequestInfo {
+  /** The SDK line that delivered the call. */
+  readonly sdk: 1 | 2;
+  /** The transport session (1.x HTTP transports; 2026-07-28 has no sessions). */
+  readonly sessionId: string | undefined;
+  /** The JSON-RPC id of this message. A retry gets a new one, so it never names an intent. */
+  readonly requestId: string | number | undefined;
+  readonly authInfo: McpAuthInfo | undefined;
+  /** The request's `params._meta`. */
+  readonly _meta: Record<string, unknown> | undefined;
+  readonly signal: AbortSignal | undefined;
+  /** The negotiated protocol revision, when the SDK tells the tool. */
+  readonly protocolVersion: string | undefined;
+  /** `pipe` for stdio, `tcp` for HTTP transports, as `network.transport` names them. */
+  readonly transport: 'pipe' | 'tcp' | undefined;
+  readonly raw: unknown;
+}
+
+/** @deprecated The name from 1.x-only releases; a resolver now receives `McpRequestInfo`. */
+export type McpRequestExtra = McpRequestInfo;
 
 /** Resolves a value from the MCP request; may be async (for example a session lookup). */
-export type McpResolver = (extra: McpRequestExtra) => string | undefined | Promise<string | undefined>;
+export type McpResolver = (request: McpRequestInfo) => string | undefined | Promise<string | undefined>;
 
 /** Options of `registerMcpTool`. */
 export interface RegisterMcpToolOptions {
@@ -33,10 +111,12 @@ export interface RegisterMcpToolOptions {
    */
   readonly user?: McpResolver;
   /**
-   * Name of the key argument added to mutations and jobs.
+   * Name of the key argument added to mutations and jobs, or `false` to publish none, when every client (or a
+   * gateway in front of the server) sends the key in `params._meta["tool-ledger/idempotency-key"]` instead.
+   * With an argument, that `_meta` key is still accepted when the argument is missing.
    * @default 'idempotency_key'
    */
-  readonly keyField?: string;
+  readonly keyField?: string | false;
   /**
    * The input's JSON Schema, for input validators that cannot describe themselves (zod 3, valibot without
    * `@valibot/to-json-schema`). Must describe an object, and must not declare the key argument.
@@ -44,16 +124,29 @@ export interface RegisterMcpToolOptions {
    */
   readonly inputJsonSchema?: Record<string, unknown>;
   /**
+   * A Standard Schema validator of the tool's value. When set, the tool publishes it as `outputSchema`, and
+   * every value is checked against it before it goes out as `structuredContent`: a value that does not match is
+   * an error result (`RESULT_INVALID`), never content that breaks the published contract.
+   * @default none (no outputSchema)
+   */
+  readonly output?: StandardSchemaV1;
+  /**
+   * The output's JSON Schema, for output validators that cannot describe themselves. Must describe an object.
+   * @default derived from `output`
+   */
+  readonly outputJsonSchema?: Record<string, unknown>;
+  /**
    * For jobs: the name of the companion read tool that reports a job's status.
    * @default `${name}_status`
    */
   readonly statusToolName?: string;
   /**
    * Turns a successful report into the tool result. The default puts the value as JSON text in `content`, and
-   * in `structuredContent` when it is an object. The replay `_meta` is added to whatever this returns.
+   * in `structuredContent` when it is an object. The replay sentence and `_meta` are added to whatever this
+   * returns.
    * @default JSON text plus structuredContent
    */
-  readonly formatResult?: (report: InvokeReport<unknown>) => CallToolResult;
+  readonly formatResult?: (report: InvokeReport<unknown>) => McpToolResult;
   /**
    * Whether the tool interacts with an open world of external entities (MCP's `openWorldHint`).
    * @default undefined (not announced)

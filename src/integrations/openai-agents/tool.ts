@@ -2,9 +2,16 @@ import { type FunctionTool, type RunContext, tool } from '@openai/agents';
 import { deriveKey } from '../../contract/derive-key.js';
 import { ToolLedgerError } from '../../contract/errors.js';
 import type { CallContext } from '../../contract/types.js';
-import type { LedgerTool } from '../../middleware/tool.js';
-import { errorText, type KeySource } from '../shared/error-text.js';
-import { inputJsonSchema, withKeyArgument } from '../shared/json-schema.js';
+import {
+  type AdapterTool,
+  boundedKey,
+  describeTool,
+  isRecord,
+  resolverOf,
+  runnerKey,
+  stringField,
+} from '../shared/adapter-tool.js';
+import { errorText, type KeyVoice, resultText } from '../shared/model-text.js';
 
 /** What the SDK passes a tool besides its input: the tool call being executed, when there is one. */
 export interface AgentsToolCall {
@@ -66,22 +73,8 @@ export interface LedgerFunctionToolOptions<TContext = unknown> {
   readonly inputJsonSchema?: Record<string, unknown>;
 }
 
-function resolver<TContext>(
-  option: string | AgentsResolver<TContext> | undefined,
-  field: string,
-): AgentsResolver<TContext> {
-  if (typeof option === 'string') return () => option;
-  if (option) return option;
-  return (runContext) => {
-    const context = runContext?.context as unknown;
-    if (context === null || typeof context !== 'object') return undefined;
-    const value = (context as Record<string, unknown>)[field];
-    return typeof value === 'string' ? value : undefined;
-  };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
+function fromRunContext<TContext>(field: string): AgentsResolver<TContext> {
+  return (runContext) => stringField(runContext?.context, field);
 }
 
 /**
@@ -93,41 +86,40 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * Ledger errors reach the model as text it can act on, led by the stable code.
  */
 export function ledgerFunctionTool<TContext = unknown>(
-  ledgerTool: LedgerTool<never, unknown>,
+  ledgerTool: AdapterTool,
   options: LedgerFunctionToolOptions<TContext> = {},
 ): FunctionTool<TContext> {
-  const name = options.name ?? ledgerTool.name;
   const kind = ledgerTool.kind;
-  const target = ledgerTool as unknown as LedgerTool<unknown, unknown>;
   const keyField = kind === 'read' ? false : (options.keyArgument ?? 'idempotency_key');
-  const keySource: KeySource =
-    keyField === false ? { kind: 'runner' } : { kind: 'argument', field: keyField };
-  const conversationId = resolver(options.conversationId, 'conversationId');
-  const tenant = resolver(options.tenant, 'tenant');
-  const user = resolver(options.user, 'user');
-
-  let schema = inputJsonSchema(
-    name,
-    ledgerTool.input,
-    options.inputJsonSchema,
-    'ledgerFunctionTool(tool, { inputJsonSchema })',
-  );
-  if (keyField !== false) {
-    schema = withKeyArgument(
-      name,
-      schema,
-      keyField,
-      'Optional. Send it only to retry a request from an earlier turn: the same key returns the original result ' +
-        'instead of repeating the action. A new or changed instruction needs a new key, or no key at all.',
-      { required: false, hint: 'ledgerFunctionTool(tool, { keyArgument })' },
-    );
-  }
+  const described = describeTool(ledgerTool, {
+    name: options.name,
+    description: options.description,
+    inputJsonSchema: options.inputJsonSchema,
+    hint: 'ledgerFunctionTool(tool, { inputJsonSchema, keyArgument })',
+    keyArgument:
+      keyField === false
+        ? undefined
+        : {
+            field: keyField,
+            description:
+              'Optional. Send it only to retry a request from an earlier turn: the same key returns the original result ' +
+              'instead of repeating the action. A new or changed instruction needs a new key, or no key at all.',
+            required: false,
+          },
+  });
+  const name = described.name;
+  const conversationId = resolverOf(options.conversationId, fromRunContext<TContext>('conversationId'));
+  const tenant = resolverOf(options.tenant, fromRunContext<TContext>('tenant'));
+  const user = resolverOf(options.user, fromRunContext<TContext>('user'));
+  // How each failed call's key came about, so its error names the key the way the model knows it: a key the
+  // model sent is "this idempotency_key"; one derived from the call id is "this tool call".
+  const voices = new WeakMap<object, KeyVoice>();
 
   return tool<never, TContext, unknown>({
     name,
-    description: options.description ?? ledgerTool.description ?? '',
+    description: described.description ?? '',
     // Not strict: strict mode would force the optional key argument, and the ledger validates the input anyway.
-    parameters: schema as never,
+    parameters: described.schema as never,
     strict: false,
     needsApproval: options.needsApproval ?? false,
     async execute(
@@ -138,43 +130,51 @@ export function ledgerFunctionTool<TContext = unknown>(
       const toolCall = details?.toolCall;
       const conversation = conversationId(runContext, toolCall);
       let key: string | undefined;
+      let voice: KeyVoice = kind === 'read' ? { kind: 'none' } : { kind: 'call' };
       // Anything but an object goes to the ledger as it came, so its validator reports it as INPUT_INVALID.
       let callInput: unknown = input;
-      if (kind !== 'read') {
-        let modelKey: unknown;
-        if (keyField !== false && isRecord(input)) {
-          const { [keyField]: sent, ...rest } = input;
-          modelKey = sent;
-          callInput = rest;
+      try {
+        if (kind !== 'read') {
+          let modelKey: unknown;
+          if (keyField !== false && isRecord(input)) {
+            const { [keyField]: sent, ...rest } = input;
+            modelKey = sent;
+            callInput = rest;
+          }
+          if (modelKey !== undefined && keyField !== false) voice = { kind: 'argument', field: keyField };
+          boundedKey(modelKey, name);
+          if (typeof modelKey === 'string' && modelKey.length > 0) {
+            key =
+              conversation === undefined
+                ? modelKey
+                : deriveKey({ runId: conversation, tool: name, step: `key:${modelKey}` });
+          } else if (modelKey !== undefined) {
+            // Not a usable key: let the ledger refuse it with KEY_INVALID rather than silently deriving one.
+            key = modelKey as string;
+          } else {
+            key = runnerKey(conversation ?? 'openai-agents', toolCall?.callId, name);
+          }
         }
-        if (typeof modelKey === 'string' && modelKey.length > 0) {
-          key =
-            conversation === undefined
-              ? modelKey
-              : deriveKey({ runId: conversation, tool: name, step: `key:${modelKey}` });
-        } else if (toolCall?.callId) {
-          key = deriveKey({
-            runId: conversation ?? 'openai-agents',
-            toolCallId: toolCall.callId,
-            tool: name,
-          });
-        } else if (modelKey !== undefined) {
-          // Not a usable key: let the ledger refuse it with KEY_INVALID rather than silently deriving one.
-          key = modelKey as string;
-        }
+        const context: CallContext = {
+          key,
+          tenant: tenant(runContext, toolCall),
+          user: user(runContext, toolCall),
+          toolCallId: toolCall?.callId,
+          signal: details?.signal,
+        };
+        const report = await ledgerTool.invoke(callInput, context);
+        // The SDK hands the model the tool's output as text; a replay says so first.
+        return report.outcome === 'executed' ? report.value : resultText(name, report);
+      } catch (error) {
+        if (error instanceof ToolLedgerError) voices.set(error, voice);
+        throw error;
       }
-      const context: CallContext = {
-        key,
-        tenant: tenant(runContext, toolCall),
-        user: user(runContext, toolCall),
-        toolCallId: toolCall?.callId,
-        signal: details?.signal,
-      };
-      return target.call(callInput, context);
     },
     errorFunction: (_runContext, error) => {
-      if (error instanceof ToolLedgerError) return errorText(error, name, keySource);
+      if (error instanceof ToolLedgerError) {
+        return errorText(error, { tool: name, kind, key: voices.get(error) ?? { kind: 'call' } });
+      }
       return `An error occurred while running the tool. Error: ${error instanceof Error ? error.message : String(error)}`;
     },
-  }) as unknown as FunctionTool<TContext>;
+  });
 }

@@ -1,8 +1,9 @@
 import * as z from 'zod/v4-mini';
-import type { JsonSchema } from '../shared/json-schema.js';
+import type { JsonSchema } from './json-schema.js';
 
 /**
- * What `registerTool` receives as `inputSchema`. McpServer 1.x derives both the published JSON Schema and its own
+ * A zod object for SDKs that take zod and both publish and validate from it (McpServer 1.x, LangChain tools).
+ * McpServer 1.x derives both the published JSON Schema and its own
  * argument validation from one zod object. This one accepts any object unchanged, and carries the tool's real
  * JSON Schema as registry metadata, which zod merges into the schema it publishes. So clients see the exact
  * schema, while validation stays with the ledger tool: raw arguments reach it (no double parse of transforms),
