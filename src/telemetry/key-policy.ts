@@ -8,7 +8,7 @@ import { DEFAULT_ALLOWED_WORDS } from './redact/words.js';
  * 1. Formats known to hold no personal data: `deriveKey` output (`tlk1_` + 43 base64url), UUIDs, ULIDs.
  * 2. Opaque random tokens: 16-128 characters of `[A-Za-z0-9_-]`, letters and digits mixed, at least 3.5 bits of
  *    Shannon entropy per character, and no run of four or more letters that is an English word or a name.
- * 3. The conservative check: at most 128 characters of `[A-Za-z0-9._:-]`; every alphabetic part of four or more
+ * 3. The conservative check: at most 128 characters of `[A-Za-z0-9._-]` (no `:`), no secret-like run; every alphabetic part of four or more
  *    letters is an English word (or on the allow-list) and no part at all is in the names dictionary; and the
  *    redactor leaves the key unchanged (no detector matches), and no three digit groups in a row (a date or a
  *    phone number).
@@ -17,7 +17,10 @@ const DERIVED = /^tlk1_[A-Za-z0-9_-]{43}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
-const CONSERVATIVE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+// No ':' or '=': a label and a value (`refund:…`) says the value came from somewhere, so it is hashed.
+const CONSERVATIVE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+// Secret-like runs: upper, lower and digits mixed in one run (Tr0ub4dor), or 16+ hex digits (an API key).
+const SECRET_LIKE = /(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{6,}|[0-9a-f]{16,}/;
 const ALLOWED = new Set(DEFAULT_ALLOWED_WORDS);
 
 /** The cheap checks the ledger applies to a key, run before any scrubbing: a key failing them is never scrubbed. */
@@ -61,7 +64,7 @@ function isOpaqueToken(key: string): boolean {
 const DIGIT_GROUPS = /\d{1,4}[-.:_]\d{1,4}[-.:_]\d{2,4}/;
 
 function passesConservativeCheck(key: string, scrub: (text: string) => string): boolean {
-  if (!CONSERVATIVE.test(key) || DIGIT_GROUPS.test(key)) return false;
+  if (!CONSERVATIVE.test(key) || DIGIT_GROUPS.test(key) || SECRET_LIKE.test(key)) return false;
   const dicts = dictionaries();
   for (const part of letterParts(key)) {
     const lower = part.toLowerCase();
