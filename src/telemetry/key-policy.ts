@@ -20,7 +20,8 @@ const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 // No ':' or '=': a label and a value (`refund:…`) says the value came from somewhere, so it is hashed.
 const CONSERVATIVE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 // Secret-like runs: upper, lower and digits mixed in one run (Tr0ub4dor), or 16+ hex digits (an API key).
-const SECRET_LIKE = /(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{6,}|[0-9a-f]{16,}/;
+const SECRET_LIKE =
+  /(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{6,}|[0-9a-f]{16,}/;
 const ALLOWED = new Set(DEFAULT_ALLOWED_WORDS);
 
 /** The cheap checks the ledger applies to a key, run before any scrubbing: a key failing them is never scrubbed. */
