@@ -13,11 +13,27 @@ export interface Connection {
   readonly schema: string;
 }
 
+/** Whether a connection string holds a password (postgres://u:p@h or ?password=...). */
+export function hasPassword(connectionString: string): boolean {
+  try {
+    const url = new URL(connectionString);
+    return url.password !== '' || url.searchParams.has('password');
+  } catch {
+    return /(^|\s)password\s*=/i.test(connectionString);
+  }
+}
+
 export function resolveConnection(
   values: { 'database-url'?: string | undefined; schema?: string | undefined },
   env: NodeJS.ProcessEnv,
 ): Connection {
-  const databaseUrl = values['database-url'] ?? env.DATABASE_URL;
+  const fromArgv = values['database-url'];
+  if (fromArgv !== undefined && hasPassword(fromArgv)) {
+    throw usageError(
+      '--database-url carries a password, which every user of this machine can read in ps. Put it in PGPASSWORD (or the whole URL in DATABASE_URL) and pass --database-url without it.',
+    );
+  }
+  const databaseUrl = fromArgv ?? env.DATABASE_URL;
   if (!databaseUrl) {
     throw usageError(
       'No database given: set DATABASE_URL or pass --database-url postgres://user@host:5432/db.',

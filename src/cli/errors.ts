@@ -28,7 +28,9 @@ export function maskDatabaseUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
-    return parsed.toString();
+    // libpq also takes the password as a query parameter.
+    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
+    return parsed.toString().replace('password=%2A%2A%2A', 'password=***');
   } catch {
     return '(unparseable connection string)';
   }

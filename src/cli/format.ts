@@ -21,7 +21,19 @@ export function formatDuration(seconds: number): string {
   return parts.join(' ');
 }
 
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+// C0/C1 controls, DEL, and the bidi overrides and isolates that can make a terminal show text out of order.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+
+/**
+ * Makes a stored value safe to write to a terminal: control characters and bidi overrides become visible `\u{..}`
+ * escapes, so an id cannot move the cursor, recolour the screen or reorder what support reads.
+ */
+export function escapeTerminal(text: string): string {
+  return text.replace(UNSAFE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
+export function table(headers: readonly string[], unsafeRows: readonly (readonly string[])[]): string {
+  const rows = unsafeRows.map((row) => row.map(escapeTerminal));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells
@@ -34,11 +46,11 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
 /** Aligned "label  value" lines. */
 export function fields(pairs: readonly (readonly [string, string])[]): string {
   const width = Math.max(...pairs.map(([k]) => k.length));
-  return pairs.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');
+  return pairs.map(([k, v]) => `  ${k.padEnd(width)}  ${escapeTerminal(v)}`).join('\n');
 }
 
 export function indent(text: string, by = '  '): string {
-  return text
+  return escapeTerminal(text)
     .split('\n')
     .map((l) => by + l)
     .join('\n');

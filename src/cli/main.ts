@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import {
@@ -30,9 +30,11 @@ Commands
                                               needs TOOL_LEDGER_KEY_HASH_SECRET
   stats [--tenant T]                          Count runs by tool and status, with stale and expired rows
   help                                        Show this text
+  --version                                   Print the installed version
 
 Options
-  --database-url URL   Postgres connection string (default: $DATABASE_URL)
+  --database-url URL   Postgres connection string without a password (default: $DATABASE_URL); a
+                       password goes in $PGPASSWORD or $DATABASE_URL, never on the command line (ps shows it)
   --schema NAME        Schema holding the ledger (default: tool_ledger)
   --json               Machine-readable output on stdout
   --jaeger-url URL     Jaeger UI base for trace links (default: http://localhost:16686)
@@ -108,12 +110,24 @@ function required(command: string, name: string, value: string | undefined): str
   return value;
 }
 
+/** The installed package's version, read from its own package.json (two levels up from dist/cli or src/cli). */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown;
+  };
+  return `tool-ledger ${String(manifest.version)}`;
+}
+
 function isCommand(name: string): name is Command {
   return Object.hasOwn(COMMAND_OPTIONS, name);
 }
 
 export async function run(argv: readonly string[], io: Io): Promise<number> {
   const [first, ...rest] = argv;
+  if (first === '--version' || first === '-v') {
+    io.out(packageVersion());
+    return EXIT.OK;
+  }
   if (first === undefined || first === '--help' || first === '-h') {
     io.out(HELP.trimEnd());
     return first === undefined ? EXIT.USAGE : EXIT.OK;

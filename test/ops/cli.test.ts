@@ -371,10 +371,16 @@ describe('tool-ledger CLI', () => {
 
     it('reports an unreachable database without its password', async () => {
       const port = await freePort();
-      const r = cli(['stats', '--database-url', `postgres://app:hunter2@127.0.0.1:${port}/db`]);
+      // The password comes from the environment: on the command line it is refused (see below).
+      const r = cli(['stats'], { env: { DATABASE_URL: `postgres://app:hunter2@127.0.0.1:${port}/db` } });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('Could not connect to postgres://app:***@127.0.0.1');
       expect(r.stderr).not.toContain('hunter2');
+      const q = cli(['stats'], {
+        env: { DATABASE_URL: `postgres://app@127.0.0.1:${port}/db?password=hunter2` },
+      });
+      expect(q.code).toBe(1);
+      expect(q.stderr).not.toContain('hunter2');
     });
 
     it('says to run migrate when the schema has no ledger', () => {
@@ -389,5 +395,42 @@ describe('tool-ledger CLI', () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("Unknown option '--frobnicate'");
     });
+  });
+});
+
+describe('issue 14: the CLI is safe to paste into and read from', () => {
+  it('prints its version', () => {
+    const r = cli(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^tool-ledger \d+\.\d+\.\d+/);
+  });
+
+  it('refuses a password inside --database-url (ps shows argv)', () => {
+    for (const url of [
+      'postgres://app:s3cret@127.0.0.1:5432/db',
+      'postgres://app@127.0.0.1/db?password=s3cret',
+    ]) {
+      const r = cli(['stats', '--database-url', url]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/PGPASSWORD/);
+      expect(r.stdout + r.stderr).not.toContain('s3cret');
+    }
+  });
+
+  it('escapes control characters and bidi overrides stored in ids', async () => {
+    const key = 'evil\u001b[2J\u202egnp.exe';
+    const tool = ledger.tool({ name: 'hostile_ids', kind: 'mutation', handler: async () => 1 });
+    await expect(tool.call({}, { tenant: 'acme', key })).rejects.toMatchObject({ code: 'KEY_INVALID' });
+    const t = `"${schema}".tool_runs`;
+    await pool.query(
+      `INSERT INTO ${t} (tenant_id, tool_name, idempotency_key, parameter_hash, status, attempt, result_json,
+         completed_at, expires_at)
+       VALUES ('acme', 'hostile_ids', $1, 'h', 'succeeded', 1, '{"x":"\u202e"}', now(), now() + interval '1 day')`,
+      [key],
+    );
+    const r = cli(['inspect', '--schema', schema, '--tenant', 'acme', '--tool', 'hostile_ids', '--key', key]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toMatch(/[\u001b\u202e]/);
+    expect(r.stdout).toContain('\\u{1b}[2J\\u{202e}gnp.exe');
   });
 });
