@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import * as mcp from '@modelcontextprotocol/sdk/server/mcp.js';
-import { context } from '@opentelemetry/api';
+import { type Attributes, context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -91,7 +91,8 @@ describe('ToolLedgerMcpInstrumentation patch', () => {
     expect(renamed.content).toEqual([{ type: 'text', text: 'b' }]);
     await client.callTool({ name: 'ledgered', arguments: { idempotency_key: 'k' } });
     await client.close();
-    expect(spanNames()).toEqual(['execute_tool first', 'execute_tool renamed', 'execute_tool ledgered']);
+    // Instrumented tools get MCP server spans; the ledger tool keeps its own execute_tool span.
+    expect(spanNames()).toEqual(['tools/call first', 'tools/call renamed', 'execute_tool ledgered']);
     const ledgered = harness.finishedSpans()[2]!;
     expect(ledgered.attributes).toMatchObject({
       'mcp.method.name': 'tools/call',
@@ -110,7 +111,139 @@ describe('ToolLedgerMcpInstrumentation patch', () => {
     instrumentation.enable();
     patchFile().patch(mcp);
     await client.callTool({ name: 'quiet', arguments: {} });
-    expect(spanNames()).toEqual(['execute_tool quiet']);
+    expect(spanNames()).toEqual(['tools/call quiet']);
     await client.close();
+  });
+});
+
+describe('ToolLedgerMcpInstrumentation on the MCP semantic conventions', () => {
+  beforeAll(() => {
+    if (!instrumentation.isEnabled()) instrumentation.enable();
+    patchFile().patch(mcp);
+  });
+
+  function semconvServer(): mcp.McpServer {
+    const server = new mcp.McpServer({ name: 's', version: '1' });
+    server.registerTool('ok', {}, async () => ({ content: [{ type: 'text', text: 'fine' }] }));
+    server.registerTool('soft', {}, async () => ({ isError: true, content: [{ type: 'text', text: 'no' }] }));
+    server.registerTool('throws', {}, async () => {
+      throw new TypeError('bad');
+    });
+    return server;
+  }
+
+  async function durationPoints(tool: string) {
+    const points = await harness.points('mcp.server.operation.duration');
+    return points.filter((p) => p.attributes['gen_ai.tool.name'] === tool);
+  }
+
+  it('opens one SERVER span named tools/call {tool} with the MCP and GenAI attributes', async () => {
+    const client = await connect(semconvServer());
+    await client.callTool({ name: 'ok', arguments: {} });
+    await client.close();
+    const [span, ...others] = harness.finishedSpans();
+    expect(others).toEqual([]);
+    expect(span!.name).toBe('tools/call ok');
+    expect(span!.kind).toBe(SpanKind.SERVER);
+    expect(span!.attributes).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'ok',
+      'gen_ai.operation.name': 'execute_tool',
+    });
+    expect(span!.attributes['jsonrpc.request.id']).toMatch(/^\d+$/);
+    expect(span!.attributes).not.toHaveProperty('error.type');
+  });
+
+  it('sets error.type tool_error on an isError result, and the thrown class name on a throw', async () => {
+    const client = await connect(semconvServer());
+    await client.callTool({ name: 'soft', arguments: {} });
+    await client.callTool({ name: 'throws', arguments: {} });
+    await client.close();
+    const [soft, thrown] = harness.finishedSpans();
+    expect(soft!.attributes['error.type']).toBe('tool_error');
+    expect(soft!.status.code).toBe(2);
+    expect(thrown!.attributes['error.type']).toBe('TypeError');
+  });
+
+  it('records mcp.server.operation.duration in seconds with the MCP bucket advice', async () => {
+    const metric = await harness.metric('mcp.server.operation.duration');
+    expect(metric!.descriptor.unit).toBe('s');
+    const [ok] = await durationPoints('ok');
+    expect(ok!.attributes).toEqual({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'ok' });
+    const histogram = ok!.value as { count: number; buckets: { boundaries: number[] } };
+    expect(histogram.count).toBe(1);
+    expect(histogram.buckets.boundaries).toEqual([
+      0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
+    ]);
+    const [soft] = await durationPoints('soft');
+    expect(soft!.attributes['error.type']).toBe('tool_error');
+    const [thrown] = await durationPoints('throws');
+    expect(thrown!.attributes['error.type']).toBe('TypeError');
+  });
+
+  /**
+   * Stands in for a transport instrumentation: each `tools/call` message the server receives is handled inside a
+   * span it opened (named by `name`, ended by the test), so the tool callback runs with that span active.
+   */
+  async function connectTraced(server: mcp.McpServer, name: string, attributes: Attributes = {}) {
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverTransport);
+    const tracer = harness.tracerProvider.getTracer('transport');
+    const opened: Span[] = [];
+    const deliver = serverTransport.onmessage!;
+    serverTransport.onmessage = (message, extra) => {
+      if (!('method' in message) || message.method !== 'tools/call') return deliver(message, extra);
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes });
+      opened.push(span);
+      context.with(trace.setSpan(context.active(), span), () => deliver(message, extra));
+    };
+    const client = new Client({ name: 'patch-test', version: '1.0.0' });
+    await client.connect(clientTransport);
+    return { client, opened };
+  }
+
+  it('adds its attributes to an active tools/call span of another instrumentation, without a second span', async () => {
+    const { client, opened } = await connectTraced(semconvServer(), 'tools/call soft');
+    await client.callTool({ name: 'soft', arguments: {} });
+    for (const span of opened) span.end();
+    await client.close();
+    const spans = harness.finishedSpans();
+    expect(spans.map((s) => s.name)).toEqual(['tools/call soft']);
+    expect(spans[0]!.instrumentationScope.name).toBe('transport');
+    expect(spans[0]!.attributes).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'soft',
+      'gen_ai.operation.name': 'execute_tool',
+      'error.type': 'tool_error',
+    });
+    expect(await durationPoints('soft')).toHaveLength(1);
+  });
+
+  it('also adopts an active span that carries mcp.method.name, whatever its name', async () => {
+    const { client, opened } = await connectTraced(semconvServer(), 'rpc', {
+      'mcp.method.name': 'tools/call',
+    });
+    await client.callTool({ name: 'ok', arguments: {} });
+    for (const span of opened) span.end();
+    await client.close();
+    expect(spanNames()).toEqual(['rpc']);
+    expect(harness.finishedSpans()[0]!.attributes['gen_ai.tool.name']).toBe('ok');
+  });
+
+  it('opens its own child span under an active span of no MCP call (an HTTP request) or of another request', async () => {
+    for (const [name, attributes] of [
+      ['POST /mcp', {}],
+      ['tools/call ok', { 'jsonrpc.request.id': 'another-request' }],
+    ] as const) {
+      harness.spans.reset();
+      const { client, opened } = await connectTraced(semconvServer(), name, attributes);
+      await client.callTool({ name: 'ok', arguments: {} });
+      for (const span of opened) span.end();
+      await client.close();
+      const [own, outer] = harness.finishedSpans();
+      expect(own!.name).toBe('tools/call ok');
+      expect(own!.instrumentationScope.name).toBe('tool-ledger');
+      expect(own!.parentSpanContext?.spanId).toBe(outer!.spanContext().spanId);
+    }
   });
 });

@@ -7,12 +7,17 @@ interface Report {
   results: Record<string, { isError?: boolean; content: Array<{ text?: string }> }>;
   spans: Array<{
     name: string;
+    kind: number;
+    scope: string;
     traceId: string;
     parentSpanId: string | undefined;
     status: number;
     attributes: Record<string, unknown>;
   }>;
-  metrics: Record<string, Array<{ attributes: Record<string, unknown>; value: number }>>;
+  metrics: Record<
+    string,
+    Array<{ attributes: Record<string, unknown>; value: number; unit?: string; boundaries?: number[] }>
+  >;
   logs: Array<{ eventName: string; attributes: Record<string, unknown> }>;
 }
 
@@ -48,12 +53,13 @@ describe.each([
     expect(report.results.explode!.isError).toBe(true);
   });
 
-  it('gives every tool of the unmodified server one execute_tool span with the MCP attributes', () => {
-    const tools = ['add', 'lookup', 'explode', 'soft_fail', 'legacy', 'after_rename'];
+  it('gives every tool of the unmodified server one tools/call {tool} SERVER span with the MCP attributes', () => {
+    const tools = ['add', 'lookup', 'explode', 'soft_fail', 'adopted', 'legacy', 'after_rename'];
     for (const [index, tool] of tools.entries()) {
       const spans = spansOf(tool);
       expect(spans, tool).toHaveLength(1);
-      expect(spans[0]!.name).toBe(`execute_tool ${tool}`);
+      expect(spans[0]!.name).toBe(`tools/call ${tool}`);
+      expect(spans[0]!.kind).toBe(1); // SpanKind.SERVER
       expect(spans[0]!.attributes).toMatchObject({
         'gen_ai.operation.name': 'execute_tool',
         'mcp.method.name': 'tools/call',
@@ -61,6 +67,7 @@ describe.each([
         'jsonrpc.request.id': String(index + 1),
       });
     }
+    expect(spansOf('add')[0]!.scope).toBe('tool-ledger');
     expect(spansOf('lookup')[0]!.attributes['tool_ledger.tool.kind']).toBe('read');
     expect(spansOf('add')[0]!.attributes).not.toHaveProperty('tool_ledger.idempotency.key');
   });
@@ -82,6 +89,29 @@ describe.each([
     });
   });
 
+  it('adds its attributes to the tools/call span another instrumentation already opened, without a second span', () => {
+    const [adopted] = spansOf('adopted');
+    expect(adopted!.scope).toBe('transport');
+    expect(report.spans.filter((s) => s.name === 'tools/call adopted')).toHaveLength(1);
+  });
+
+  it('records mcp.server.operation.duration in seconds with the MCP bucket advice and error.type', () => {
+    const points = report.metrics['mcp.server.operation.duration']!;
+    const of = (tool: string) => points.filter((p) => p.attributes['gen_ai.tool.name'] === tool);
+    expect(of('add')).toEqual([
+      {
+        attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'add' },
+        value: 1,
+        unit: 's',
+        boundaries: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      },
+    ]);
+    expect(of('soft_fail')[0]!.attributes['error.type']).toBe('tool_error');
+    expect(of('explode')[0]!.attributes['error.type']).toBe('Error');
+    // Ledger tools report through their ledger's metrics; the instrumentation leaves them alone.
+    expect(of('create_invoice')).toEqual([]);
+  });
+
   it('adds the MCP attributes to the ledger span of a registerMcpTool tool, without a second span', () => {
     const spans = spansOf('create_invoice');
     expect(spans).toHaveLength(2);
@@ -96,11 +126,11 @@ describe.each([
         'tool_ledger.idempotency.key': 'k1',
       });
     }
-    expect(report.spans).toHaveLength(8);
+    expect(report.spans).toHaveLength(9);
   });
 
   it('emits one decision log record and the call metrics per call', () => {
-    expect(report.logs).toHaveLength(8);
+    expect(report.logs).toHaveLength(9);
     expect(new Set(report.logs.map((l) => l.eventName))).toEqual(new Set(['tool_ledger.decision']));
     expect(report.logs.find((l) => l.attributes['gen_ai.tool.name'] === 'add')!.attributes).toMatchObject({
       'mcp.session.id': 'session-1',

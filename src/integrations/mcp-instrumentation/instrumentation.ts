@@ -11,10 +11,14 @@ import type { CallObserver, Decision } from '../../contract/observer.js';
 import { loadLogsApi } from '../../telemetry/logs-api.js';
 import { createOtelObserver } from '../../telemetry/observer.js';
 import { mcpCallAttributes } from '../mcp/attributes.js';
-import { requestInfo } from '../mcp/request.js';
+import { requestInfo, withTransport } from '../mcp/request.js';
+import type { McpRequestInfo } from '../mcp/types.js';
 import { contextFromMeta, withCallAttributes } from '../shared/call-attributes.js';
 import { isLedgerCallback } from '../shared/marker.js';
 import type { McpServerLike, RegisteredToolLike, ToolCallbackLike } from './internal-types.js';
+import { type Failure, operationMetric } from './operation-metric.js';
+import { ERROR_TYPE_TOOL_ERROR } from './semconv.js';
+import { serverSpanTracerProvider } from './server-span.js';
 import type { ToolLedgerMcpInstrumentationConfig } from './types.js';
 
 const INSTRUMENTATION_NAME = 'tool-ledger/mcp-instrumentation';
@@ -37,6 +41,8 @@ interface State {
   loggerProvider?: LoggerProvider | undefined;
   commonJsHook?: { unhook(): void } | undefined;
   patched: Set<unknown>;
+  spans?: TracerProvider | undefined;
+  metric?: ReturnType<typeof operationMetric> | undefined;
 }
 
 /** Module ids the CommonJS hook watches (see `hookCommonJs`). */
@@ -89,18 +95,43 @@ function toolError(result: { content?: unknown }): Error {
     .map((block) => (block && typeof block === 'object' && typeof block.text === 'string' ? block.text : ''))
     .filter(Boolean)
     .join('\n');
-  // `tool_error` is the error.type the MCP semantic conventions give tool results with isError set.
+  // Its name becomes error.type: `tool_error`, as the MCP semantic conventions name results with isError set.
   const error = new Error(text || 'tool returned isError');
-  error.name = 'tool_error';
+  error.name = ERROR_TYPE_TOOL_ERROR;
   error.stack = undefined;
   return error;
 }
 
+function isErrorResult(result: unknown): result is { isError: true; content?: unknown } {
+  return result !== null && typeof result === 'object' && (result as { isError?: unknown }).isError === true;
+}
+
+/** The metric without the span, for a call whose span could not start. */
+function measuredOnly(run: () => unknown, measure: (failure: Failure | undefined) => void): unknown {
+  const settle = (result: unknown) => {
+    measure(isErrorResult(result) ? { error: toolError(result) } : undefined);
+    return result;
+  };
+  let result: unknown;
+  try {
+    result = run();
+  } catch (error) {
+    measure({ error });
+    throw error;
+  }
+  if (!isThenable(result)) return settle(result);
+  return Promise.resolve(result).then(settle, (error: unknown) => {
+    measure({ error });
+    throw error;
+  });
+}
+
 /**
- * OpenTelemetry instrumentation for MCP servers built on `McpServer` from `@modelcontextprotocol/sdk` 1.x. It
- * patches tool registration, so every tool of an unmodified server reports one `execute_tool {tool}` span, one
- * decision log record and the tool-ledger metrics per call, with `mcp.method.name`, `mcp.session.id` and
- * `jsonrpc.request.id` on that same span. Telemetry only: no idempotency, no keys. Tools registered with
+ * OpenTelemetry instrumentation for MCP servers built on `McpServer` (`@modelcontextprotocol/sdk` 1.x or
+ * `@modelcontextprotocol/server` 2.x). It patches tool registration, so every tool of an unmodified server
+ * reports, per call, one MCP server span `tools/call {tool}` (or its attributes on the span another
+ * instrumentation already opened for the request; see `adoptableSpan`), `mcp.server.operation.duration`, one
+ * decision log record and the tool-ledger metrics. Telemetry only: no idempotency, no keys. Tools registered with
  * `registerMcpTool` already report through their ledger and are left alone.
  *
  * Register it before the MCP SDK is loaded: `registerInstrumentations({ instrumentations: [new
@@ -231,14 +262,21 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
     const state = stateOf(this);
     if (state.observer === undefined) {
       const { telemetry = {} } = this.getConfig();
+      state.spans ??= serverSpanTracerProvider(() => state.tracerProvider ?? trace.getTracerProvider());
       state.observer = createOtelObserver({
         ...telemetry,
-        ...(state.tracerProvider ? { tracerProvider: state.tracerProvider } : {}),
+        tracerProvider: state.spans,
         ...(state.meterProvider ? { meterProvider: state.meterProvider } : {}),
         ...(state.loggerProvider ? { loggerProvider: state.loggerProvider } : {}),
       });
     }
     return state.observer;
+  }
+
+  private getMetric(): ReturnType<typeof operationMetric> {
+    const state = stateOf(this);
+    state.metric ??= operationMetric(() => state.meterProvider);
+    return state.metric;
   }
 
   private patchServer(exports: unknown): void {
@@ -269,9 +307,9 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
               this,
               name,
               config,
-              instrumentation.wrapToolCallback(name, readOnly === true, callback),
+              instrumentation.wrapToolCallback(this, name, readOnly === true, callback),
             );
-            return instrumentation.patchRegisteredTool(registered, name, readOnly === true);
+            return instrumentation.patchRegisteredTool(this, registered, name, readOnly === true);
           },
       );
     }
@@ -290,9 +328,19 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
                 (arg as { readOnlyHint?: unknown }).readOnlyHint === true,
             );
             if (last >= 0 && typeof rest[last] === 'function') {
-              rest[last] = instrumentation.wrapToolCallback(name, readOnly, rest[last] as ToolCallbackLike);
+              rest[last] = instrumentation.wrapToolCallback(
+                this,
+                name,
+                readOnly,
+                rest[last] as ToolCallbackLike,
+              );
             }
-            return instrumentation.patchRegisteredTool(original.call(this, name, ...rest), name, readOnly);
+            return instrumentation.patchRegisteredTool(
+              this,
+              original.call(this, name, ...rest),
+              name,
+              readOnly,
+            );
           },
       );
     }
@@ -309,6 +357,7 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
 
   /** Keeps `RegisteredTool.update({ callback, name })` instrumented. */
   private patchRegisteredTool(
+    server: McpServerLike,
     registered: RegisteredToolLike,
     name: string,
     readOnly: boolean,
@@ -325,7 +374,12 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
         if (typeof callback === 'function') {
           updates = {
             ...updates,
-            callback: instrumentation.wrapToolCallback(currentName, readOnly, callback[ORIGINAL] ?? callback),
+            callback: instrumentation.wrapToolCallback(
+              server,
+              currentName,
+              readOnly,
+              callback[ORIGINAL] ?? callback,
+            ),
           };
         }
       }
@@ -334,18 +388,23 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
     return registered;
   }
 
-  private wrapToolCallback(name: string, readOnly: boolean, callback: ToolCallbackLike): ToolCallbackLike {
+  private wrapToolCallback(
+    server: McpServerLike,
+    name: string,
+    readOnly: boolean,
+    callback: ToolCallbackLike,
+  ): ToolCallbackLike {
     if (typeof callback !== 'function' || isLedgerCallback(callback)) return callback;
     const original = (callback as Wrapped)[ORIGINAL] ?? callback;
     const instrumentation = this;
     const wrapped: Wrapped = function instrumentedToolCallback(this: unknown, ...args: unknown[]) {
       if (!instrumentation.isEnabled()) return original.apply(this, args);
       // The SDK calls `(args, extra)` for tools with an input schema and `(extra)` for tools without one.
-      const request = requestInfo(args.at(-1));
+      const request = withTransport(requestInfo(args.at(-1)), server);
       const input = args.length > 1 ? args[0] : undefined;
       return withCallAttributes(
         mcpCallAttributes(request),
-        () => instrumentation.observeCall(name, readOnly, input, () => original.apply(this, args)),
+        () => instrumentation.observeCall(name, readOnly, input, request, () => original.apply(this, args)),
         contextFromMeta(request._meta),
       );
     };
@@ -353,7 +412,21 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
     return wrapped;
   }
 
-  private observeCall(name: string, readOnly: boolean, input: unknown, run: () => unknown): unknown {
+  private observeCall(
+    name: string,
+    readOnly: boolean,
+    input: unknown,
+    request: McpRequestInfo,
+    run: () => unknown,
+  ): unknown {
+    const received = performance.now();
+    const measure = (end: Failure | undefined) => {
+      try {
+        this.getMetric().record((performance.now() - received) / 1000, name, request, end);
+      } catch (error) {
+        this._diag.error('could not record mcp.server.operation.duration', error);
+      }
+    };
     let scope: ReturnType<CallObserver['startCall']> | undefined;
     try {
       scope = this.getObserver().startCall({
@@ -368,10 +441,11 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
       scope.handlerStarted();
     } catch (error) {
       this._diag.error('could not start the tool call span; the call runs untraced', error);
-      return run();
+      return measuredOnly(run, measure);
     }
     const started = performance.now();
     const end = (decision: Omit<Decision, 'executionSeconds'>) => {
+      measure(decision.outcome === 'failed' ? { error: decision.error } : undefined);
       try {
         scope.end({ ...decision, executionSeconds: (performance.now() - started) / 1000 });
       } catch (error) {
@@ -379,11 +453,9 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
       }
     };
     const settle = (result: unknown) => {
-      const isError =
-        result !== null && typeof result === 'object' && (result as { isError?: unknown }).isError === true;
       end(
-        isError
-          ? { outcome: 'failed', error: toolError(result as { content?: unknown }) }
+        isErrorResult(result)
+          ? { outcome: 'failed', error: toolError(result) }
           : { outcome: 'executed', result },
       );
       return result;
