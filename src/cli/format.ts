@@ -22,6 +22,7 @@ export function formatDuration(seconds: number): string {
 }
 
 // C0/C1 controls, DEL, and the bidi overrides and isolates that can make a terminal show text out of order.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is this pattern's job.
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
 
 /**

@@ -20,7 +20,10 @@ export interface OtelEnv {
   readonly serviceName: string | undefined;
   /** True when any OTLP endpoint variable is set, generic or per signal. */
   readonly hasOtlpEndpoint: boolean;
-  /** Each signal's exporters: `otlp` unless its `OTEL_*_EXPORTER` variable says otherwise; empty for `none`. */
+  /**
+   * Each signal's exporters: its `OTEL_*_EXPORTER` list (empty for `none`); when unset, `otlp` if an OTLP endpoint
+   * or another signal's `otlp` asks for it, else none.
+   */
   readonly exporters: Readonly<Record<Signal, readonly ExporterName[]>>;
   /** True when an `OTEL_*_EXPORTER` variable asks for an exporter (not only `none`). */
   readonly exporterRequested: boolean;
@@ -90,18 +93,24 @@ export function readOtelEnv(env: NodeJS.ProcessEnv = process.env): OtelEnv {
     metrics: exportersFor(env, 'metrics'),
     logs: exportersFor(env, 'logs'),
   };
+  const hasOtlpEndpoint = [
+    env.OTEL_EXPORTER_OTLP_ENDPOINT,
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+    env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
+  ].some((v) => nonEmpty(v) !== undefined);
+  // A signal left unset exports over OTLP only when OTLP is asked for somewhere (an endpoint, or another
+  // signal's `otlp`): `OTEL_TRACES_EXPORTER=console` alone must not send metrics and logs to localhost:4318.
+  const otlpWanted = hasOtlpEndpoint || Object.values(exporters).some((names) => names?.includes('otlp'));
+  const anyListed = Object.values(exporters).some((names) => names !== undefined);
+  const fallback: ExporterName[] = otlpWanted || !anyListed ? ['otlp'] : [];
   return {
     serviceName: nonEmpty(env.OTEL_SERVICE_NAME),
-    hasOtlpEndpoint: [
-      env.OTEL_EXPORTER_OTLP_ENDPOINT,
-      env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-      env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
-      env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
-    ].some((v) => nonEmpty(v) !== undefined),
+    hasOtlpEndpoint,
     exporters: {
-      traces: exporters.traces ?? ['otlp'],
-      metrics: exporters.metrics ?? ['otlp'],
-      logs: exporters.logs ?? ['otlp'],
+      traces: exporters.traces ?? fallback,
+      metrics: exporters.metrics ?? fallback,
+      logs: exporters.logs ?? fallback,
     },
     exporterRequested: Object.values(exporters).some((names) => names !== undefined && names.length > 0),
     metricExportIntervalMillis: positiveInt(env.OTEL_METRIC_EXPORT_INTERVAL),

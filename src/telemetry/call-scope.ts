@@ -116,7 +116,7 @@ export class OtelCallScope implements CallScope {
     put(a, ATTR.GEN_AI_OPERATION_NAME, OPERATION_NAME_EXECUTE_TOOL);
     put(a, ATTR.GEN_AI_TOOL_NAME, tool);
     put(a, ATTR.GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION);
-    put(a, ATTR.GEN_AI_TOOL_CALL_ID, toolCallId);
+    put(a, ATTR.GEN_AI_TOOL_CALL_ID, config.toolCallId(toolCallId));
     put(a, ATTR.TENANT_ID, config.tenantLabel(tenant));
     put(a, ATTR.TOOL_KIND, kind);
     Object.assign(a, config.keyAttributes(key));
@@ -144,8 +144,10 @@ export class OtelCallScope implements CallScope {
 
   readonly setParamsHash = (hash: string): void => {
     safeExecute('span attributes', () => {
-      put(this.#attributes, ATTR.PARAMS_HASH, hash);
-      if (this.#attributes[ATTR.PARAMS_HASH] !== undefined) this.#span?.setAttribute(ATTR.PARAMS_HASH, hash);
+      if (typeof hash !== 'string') return;
+      const keyed = this.#config.paramsHash(hash);
+      put(this.#attributes, ATTR.PARAMS_HASH, keyed);
+      this.#span?.setAttribute(ATTR.PARAMS_HASH, keyed);
     });
   };
 

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import type { Attributes } from '@opentelemetry/api';
 import { hashKey } from './key-hash.js';
+import { isAcceptableKey, isRawSafeKey } from './key-policy.js';
 import type { Redactor, TelemetryOptions } from './options.js';
 import { safeExecute, warnOnce } from './safe.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from './vocabulary.js';
@@ -7,26 +9,35 @@ import { ATTR, KEY_HASH_SECRET_ENV } from './vocabulary.js';
 export type KeyMode = NonNullable<TelemetryOptions['keyMode']>;
 
 /**
- * The key attributes of a call: the raw key when it is safe to show, otherwise its HMAC. A key the redactor
- * cannot judge (it threw) is treated as personal data.
+ * The secret keys and parameter hashes are HMAC'd under: the configured one, or else one made for this process,
+ * so every span still carries its key in one form. A process-made secret cannot be reproduced by support tools,
+ * hence the warning.
+ */
+export function resolveSecret(configured: string | undefined): string {
+  if (configured !== undefined && configured.length > 0) return configured;
+  warnOnce(
+    `no ${KEY_HASH_SECRET_ENV} (or telemetry.keyHashSecret) is set: keys that are not safe to show are hashed under a secret made for this process, which support tools cannot reproduce; set the same secret in every process and in the CLI`,
+  );
+  return randomBytes(32).toString('hex');
+}
+
+/**
+ * The key attributes of a call: the raw key when its format or the conservative check says it is safe to show
+ * (see key-policy.ts), otherwise its HMAC. A key the ledger would refuse (too long, unprintable) is never
+ * scrubbed or hashed: the call is rejected with `key_invalid` and the span carries no key. A key the redactor
+ * cannot judge (it threw) is hashed.
  */
 export function keyAttributes(
   key: string | undefined,
   mode: KeyMode,
-  secret: string | undefined,
+  secret: string,
   redactor: Redactor,
 ): Attributes {
-  if (typeof key !== 'string' || key.length === 0) return {};
+  if (typeof key !== 'string' || !isAcceptableKey(key)) return {};
   if (mode === 'raw') return { [ATTR.IDEMPOTENCY_KEY]: key };
   if (mode === 'auto') {
-    const scrubbed = safeExecute('redactor.redactText', () => redactor.redactText(key));
-    if (scrubbed === key) return { [ATTR.IDEMPOTENCY_KEY]: key };
-  }
-  if (secret === undefined || secret.length === 0) {
-    warnOnce(
-      `idempotency keys that may hold personal data are left out of telemetry: set ${KEY_HASH_SECRET_ENV} (or telemetry.keyHashSecret) to emit them as ${ATTR.IDEMPOTENCY_KEY_HASH}`,
-    );
-    return {};
+    const safe = safeExecute('key check', () => isRawSafeKey(key, (text) => redactor.redactText(text)));
+    if (safe === true) return { [ATTR.IDEMPOTENCY_KEY]: key };
   }
   const hash = safeExecute('key hash', () => hashKey(key, secret));
   return hash === undefined ? {} : { [ATTR.IDEMPOTENCY_KEY_HASH]: hash };
@@ -35,12 +46,12 @@ export function keyAttributes(
 const CACHE_LIMIT = 1000;
 
 /**
- * `keyAttributes` with the answers for recent keys remembered: a retried call repeats its key, and scrubbing a key
- * is the most expensive part of a call's telemetry. Cleared when full rather than evicting one by one.
+ * `keyAttributes` with the answers for recent keys remembered: a retried call repeats its key. Cleared when full
+ * rather than evicting one by one.
  */
 export function cachedKeyAttributes(
   mode: KeyMode,
-  secret: string | undefined,
+  secret: string,
   redactor: Redactor,
 ): (key: string | undefined) => Readonly<Attributes> {
   const cache = new Map<string, Attributes>();

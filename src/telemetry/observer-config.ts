@@ -10,6 +10,10 @@ export interface ObserverConfig {
   readonly maxContentLength: number;
   /** The key attributes of a call (raw key, its HMAC, or none); see `keyAttributes`. */
   keyAttributes(key: string | undefined): Readonly<Attributes>;
+  /** The parameter hash as it leaves the process: its HMAC under the key secret. */
+  paramsHash(hash: string): string;
+  /** The tool call id, checked like a key (length, characters) and then scrubbed; undefined when refused. */
+  toolCallId(id: unknown): string | undefined;
   readonly metricTenants: ReadonlySet<string>;
   /** The tenant as it may appear on spans and logs (scrubbed), or undefined. */
   tenantLabel(tenant: unknown): string | undefined;

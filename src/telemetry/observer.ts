@@ -1,6 +1,8 @@
 import type { CallObserver } from '../contract/observer.js';
 import { OtelCallScope } from './call-scope.js';
-import { cachedKeyAttributes } from './key-attributes.js';
+import { cachedKeyAttributes, resolveSecret } from './key-attributes.js';
+import { hashKey } from './key-hash.js';
+import { isAcceptableKey } from './key-policy.js';
 import type { ObserverConfig } from './observer-config.js';
 import type { TelemetryOptions } from './options.js';
 import { createSignals } from './providers.js';
@@ -39,20 +41,25 @@ export function createOtelObserver(options: TelemetryOptions): CallObserver {
   validateTelemetryOptions(options);
   const redactor = options.redactor ?? createRedactor();
   const maxContentLength = options.maxContentLength ?? DEFAULT_MAX_CONTENT_LENGTH;
+  const secret = resolveSecret(options.keyHashSecret ?? readSecretFromEnv());
   const scrubTenant = scrubCache((tenant) => redactor.redactText(tenant));
   const scrubBody = scrubCache((text) => redactor.redactText(text));
+  const scrubId = scrubCache((text) => redactor.redactText(text));
   const config: ObserverConfig = {
     signals: createSignals(options),
     redactor,
     captureContent: options.captureContent === true,
     maxContentLength,
-    keyAttributes: cachedKeyAttributes(
-      options.keyMode ?? 'auto',
-      options.keyHashSecret ?? readSecretFromEnv(),
-      redactor,
-    ),
+    keyAttributes: cachedKeyAttributes(options.keyMode ?? 'auto', secret, redactor),
+    // Keyed, so a low-entropy input ({email, ssn}) cannot be recovered by hashing candidates.
+    paramsHash: (hash) => hashKey(hash, secret),
     metricTenants: new Set(options.metricTenants ?? []),
-    tenantLabel: (tenant) => (typeof tenant === 'string' ? scrubTenant(tenant) : undefined),
+    // The ledger's own limits first (1024 characters, no NUL): a tenant it refuses is never scrubbed.
+    tenantLabel: (tenant) =>
+      typeof tenant === 'string' && tenant.length <= 1024 && !tenant.includes('\u0000')
+        ? scrubTenant(tenant)
+        : undefined,
+    toolCallId: (id) => (typeof id === 'string' && isAcceptableKey(id) ? scrubId(id) : undefined),
     logBody: (tool, outcome, message) => {
       const head = scrubBody(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
       if (head === undefined) return undefined;

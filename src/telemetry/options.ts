@@ -25,7 +25,7 @@ export interface TelemetryOptions {
   /**
    * The scrubber for content, error messages, log bodies and keys. A redactor that throws drops the attribute
    * it was scrubbing; the call is unaffected.
-   * @default createRedactor(): field-name rules plus redact-pii's local free-text detection
+   * @default createRedactor(): field-name rules plus tool-ledger's linear-time free-text detection
    */
   readonly redactor?: Redactor;
   /**

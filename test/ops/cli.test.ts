@@ -430,6 +430,7 @@ describe('issue 14: the CLI is safe to paste into and read from', () => {
     );
     const r = cli(['inspect', '--schema', schema, '--tenant', 'acme', '--tool', 'hostile_ids', '--key', key]);
     expect(r.code, r.stderr).toBe(0);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the test looks for the raw control characters.
     expect(r.stdout).not.toMatch(/[\u001b\u202e]/);
     expect(r.stdout).toContain('\\u{1b}[2J\\u{202e}gnp.exe');
   });

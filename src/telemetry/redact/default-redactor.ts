@@ -1,6 +1,6 @@
 import type { Redactor } from '../options.js';
 import { isSensitiveField, normalizeFieldName } from './field-rules.js';
-import { createFreeTextRedactor, DEFAULT_PRESERVE, type PreservePattern } from './free-text.js';
+import { createFreeTextRedactor, DEFAULT_MAX_TEXT_LENGTH, TRUNCATION_MARK } from './free-text.js';
 
 /** What replaces a value stored under a sensitive field name. */
 export const REDACTED = '[REDACTED]';
@@ -15,11 +15,28 @@ export interface RedactorOptions {
    */
   readonly sensitiveFields?: readonly string[];
   /**
-   * Patterns kept intact in free text (identifiers support searches for), checked before detection runs. A
-   * pattern here wins over detection, so keep it narrow.
-   * @default UUIDs
+   * Patterns kept intact in free text (identifiers support searches for). They are applied after the detectors
+   * of secrets, emails, cards, IBANs, IPs and national ids, so they cannot expose those, and before the rules for
+   * phones, dates, addresses and names.
+   * @default []
    */
   readonly preserve?: readonly RegExp[];
+  /**
+   * Words the name policy never removes (product or place names your errors mention), compared lower-cased.
+   * @default [] (on top of a built-in list: postgres, redis, stripe, …)
+   */
+  readonly allowWords?: readonly string[];
+  /**
+   * Longest string scrubbed, in UTF-16 code units; the rest is cut before scrubbing and the result ends with
+   * `…[truncated]`.
+   * @default 8192
+   */
+  readonly maxTextLength?: number;
+  /**
+   * Most characters `redactValue` scrubs over all strings of one value; later strings become `[TRUNCATED]`.
+   * @default 16384
+   */
+  readonly maxTotalLength?: number;
   /**
    * How deep `redactValue` walks before replacing the rest with `[TRUNCATED]`.
    * @default 8
@@ -35,30 +52,44 @@ export interface RedactorOptions {
 const TRUNCATED = '[TRUNCATED]';
 
 /**
- * The built-in redactor: field-name rules for structured data plus redact-pii's local free-text detection,
- * configured to keep identifiers such as `inv_2024_0042` intact. Strings inside structured values (and object
- * keys) go through free-text detection as well, so personal data under an innocent field name is still caught.
+ * The built-in redactor: field-name rules for structured data plus tool-ledger's own free-text detection
+ * (linear-time detectors with checksums, identifier shielding and a name policy backed by a names dictionary and
+ * an English word list; see docs/telemetry.md). Strings inside structured values (and object keys) go through
+ * free-text detection as well, so personal data under an innocent field name is still caught.
  */
 export function createRedactor(options: RedactorOptions = {}): Redactor {
   const extra = new Set((options.sensitiveFields ?? []).map(normalizeFieldName));
-  const preserve: readonly PreservePattern[] = [...DEFAULT_PRESERVE, ...(options.preserve ?? [])];
-  const redactText = createFreeTextRedactor(preserve);
+  const maxTextLength = options.maxTextLength ?? DEFAULT_MAX_TEXT_LENGTH;
+  const redactText = createFreeTextRedactor({
+    preserve: options.preserve ?? [],
+    allowWords: options.allowWords ?? [],
+    maxTextLength,
+  });
   const maxDepth = options.maxDepth ?? 8;
   const maxNodes = options.maxNodes ?? 1000;
+  const maxTotalLength = options.maxTotalLength ?? 16_384;
 
   function redactValue(value: unknown): unknown {
     let budget = maxNodes;
+    let characters = maxTotalLength;
     const seen = new WeakSet<object>();
+    const text = (raw: string): string => {
+      if (characters <= 0) return TRUNCATED;
+      const scrubbed = redactText(raw.length > characters ? raw.slice(0, characters) : raw);
+      const cut = raw.length > characters && !scrubbed.endsWith(TRUNCATION_MARK);
+      characters -= Math.min(raw.length, maxTextLength);
+      return cut ? scrubbed + TRUNCATION_MARK : scrubbed;
+    };
     const walk = (node: unknown, depth: number): unknown => {
       if (--budget < 0) return TRUNCATED;
       switch (typeof node) {
         case 'string':
-          return redactText(node);
+          return text(node);
         case 'number':
         case 'boolean':
           return node;
         case 'bigint':
-          return redactText(node.toString());
+          return text(node.toString());
         case 'undefined':
         case 'function':
         case 'symbol':
@@ -69,16 +100,30 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
       if (depth >= maxDepth) return TRUNCATED;
       if (seen.has(object)) return '[CIRCULAR]';
       seen.add(object);
-      if (object instanceof Date)
-        return Number.isNaN(object.getTime()) ? null : redactText(object.toISOString());
-      if (object instanceof Error) return { name: object.name, message: redactText(object.message) };
-      if (Array.isArray(object)) return object.map((item) => walk(item, depth + 1));
+      if (object instanceof Date) return Number.isNaN(object.getTime()) ? null : text(object.toISOString());
+      if (object instanceof Error) return { name: object.name, message: text(object.message) };
+      if (Array.isArray(object)) {
+        const out: unknown[] = [];
+        for (const item of object) {
+          if (budget <= 0) {
+            out.push(TRUNCATED);
+            break;
+          }
+          out.push(walk(item, depth + 1));
+        }
+        return out;
+      }
       if (object instanceof Map) return walk(Object.fromEntries(object), depth);
       if (object instanceof Set) return walk([...object], depth);
       const out: Record<string, unknown> = {};
-      for (const [field, child] of Object.entries(object)) {
-        const safeField = redactText(field);
-        out[safeField] = isSensitiveField(field, extra) ? REDACTED : walk(child, depth + 1);
+      for (const field in object) {
+        if (!Object.hasOwn(object, field)) continue;
+        if (budget <= 0 || characters <= 0) {
+          out[TRUNCATED] = TRUNCATED;
+          break;
+        }
+        const child = (object as Record<string, unknown>)[field];
+        out[text(field)] = isSensitiveField(field, extra) ? REDACTED : walk(child, depth + 1);
       }
       return out;
     };

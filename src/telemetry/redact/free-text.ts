@@ -1,106 +1,191 @@
-import { SyncCompositeRedactor } from 'redact-pii/lib/SyncCompositeRedactor.js';
+import { DETECTORS, type Finding, LABEL, setNamePartCheck } from './detectors.js';
+import { type Dictionaries, dictionaries } from './dictionaries.js';
+import { detectionCopy } from './normalize.js';
+import { DEFAULT_ALLOWED_WORDS, judgeWord, type WordVerdict } from './words.js';
 
-// Imported from redact-pii's lib file rather than its entry point: the entry point loads the Google Cloud DLP
-// client (and gRPC) at import time, which tool-ledger never uses and must never call.
-
-/** A text pattern kept intact by the free-text redactor, so that support can still find the record it names. */
-export type PreservePattern = RegExp;
-
-/**
- * Identifiers that redact-pii's phone and number rules would otherwise mangle: UUIDs (their digit runs look like
- * phone numbers). Ids such as `inv_2024_0042` or `ord-2024-0042` already survive the configuration below.
- */
-export const DEFAULT_PRESERVE: readonly PreservePattern[] = [
-  /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi,
-];
-
-// Rules that run before redact-pii's built-ins, most specific first, because the built-ins replace parts of longer
-// values (an IBAN's digits look like a card number) and leave the rest readable.
-const BEFORE: readonly { readonly regexpPattern: RegExp; readonly replaceWith: string }[] = [
-  { regexpPattern: /[a-z0-9_\-.+%]+@[a-z0-9-]+(?:\.[a-z0-9-]+)+/gi, replaceWith: 'EMAIL_ADDRESS' },
-  { regexpPattern: /\beyJ[\w-]{5,}\.[\w-]{5,}\.[\w-]*/g, replaceWith: 'SECRET' },
-  { regexpPattern: /\b(Bearer|Basic)\s+[\w\-.~+/=]+/gi, replaceWith: '$1 SECRET' },
-  { regexpPattern: /\b(?:sk|pk|rk)_(?:test|live)_[A-Za-z0-9]{6,}/g, replaceWith: 'SECRET' },
-  {
-    regexpPattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b/g,
-    replaceWith: 'SECRET',
-  },
-  {
-    regexpPattern:
-      /\b(pass(?:word|phrase|wd)?|pwd|secret|token|api[_-]?key|authorization)(\s*[:=]\s*)("[^"]*"|'[^']*'|\S+)/gi,
-    replaceWith: '$1$2SECRET',
-  },
-  { regexpPattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/g, replaceWith: 'IBAN' },
-  { regexpPattern: /\b(?:\d{1,3}\.){3}\d{1,3}\b/g, replaceWith: 'IP_ADDRESS' },
-  // Calendar dates (dates of birth); full timestamps such as 2026-11-30T00:14:01Z are kept for debugging.
-  {
-    regexpPattern: /\b(?:1[89]|20)\d{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])\b(?!T\d)/g,
-    replaceWith: 'DATE',
-  },
-  { regexpPattern: /\b\d{1,2}[/.]\d{1,2}[/.](?:1[89]|20)\d{2}\b/g, replaceWith: 'DATE' },
-  // The built-in zip rule also fires on the number of `job-12345`; a zip here must stand alone.
-  { regexpPattern: /(?<![\w-])\d{5}(?:-\d{4})?(?![\w-])/g, replaceWith: 'ZIPCODE' },
-  // Password-like or key-like tokens: 16+ characters mixing lower case, upper case and digits. Ids such as
-  // `inv_2024_0042`, UUIDs and upper-case order numbers do not mix all three, so they are kept.
-  {
-    regexpPattern: /(?<![\w+/=-])(?=[\w+/=-]*[a-z])(?=[\w+/=-]*[A-Z])(?=[\w+/=-]*\d)[\w+/=-]{16,}/g,
-    replaceWith: 'SECRET',
-  },
-];
-
-// redact-pii's name rule replaces a known first name but leaves the surname after it.
-const AFTER: readonly { readonly regexpPattern: RegExp; readonly replaceWith: string }[] = [
-  { regexpPattern: /PERSON_NAME(?:[ \t]+[A-Z][A-Za-z'’-]+)+/g, replaceWith: 'PERSON_NAME' },
-];
-
-const PLACEHOLDER_OPEN = '\uE000zq';
-const PLACEHOLDER_CLOSE = '\uE001';
-const PLACEHOLDER = /\uE000zq([a-z]+)\uE001/g;
-
-function encodeIndex(index: number): string {
-  let out = '';
-  let n = index;
-  do {
-    out = String.fromCharCode(97 + (n % 26)) + out;
-    n = Math.floor(n / 26);
-  } while (n > 0);
-  return out;
-}
-
-function decodeIndex(letters: string): number {
-  let n = 0;
-  for (const c of letters) n = n * 26 + (c.charCodeAt(0) - 97);
-  return n;
-}
+/** What ends a text cut at the scrubbing cap. */
+export const TRUNCATION_MARK = '…[truncated]';
 
 /**
- * Free-text detection: redact-pii's regex rules (locally, never Google DLP), with the rules that destroy
- * identifiers turned off (`digits`, the loose zip rule) and more specific rules in front. Returns a function that
- * scrubs one string.
+ * Longest text scrubbed, in UTF-16 code units: the rest is cut before scrubbing and the result ends with
+ * `…[truncated]`. Scrubbing is linear in its input; the cap bounds its cost per value to a few milliseconds.
  */
-export function createFreeTextRedactor(
-  preserve: readonly PreservePattern[] = DEFAULT_PRESERVE,
-): (text: string) => string {
-  const redactor = new SyncCompositeRedactor({
-    builtInRedactors: {
-      digits: { enabled: false },
-      zipcode: { enabled: false },
-    },
-    customRedactors: { before: [...BEFORE], after: [...AFTER] },
-  });
-  const patterns = preserve.map((p) => new RegExp(p.source, p.flags.includes('g') ? p.flags : `${p.flags}g`));
-  return (text: string): string => {
-    if (text.length === 0) return text;
-    const kept: string[] = [];
-    let shielded = text;
-    for (const pattern of patterns) {
-      shielded = shielded.replace(pattern, (match) => {
-        kept.push(match);
-        return PLACEHOLDER_OPEN + encodeIndex(kept.length - 1) + PLACEHOLDER_CLOSE;
-      });
+export const DEFAULT_MAX_TEXT_LENGTH = 4096;
+
+export interface FreeTextOptions {
+  /** Extra patterns whose matches are kept as they are (checked after the certain detectors). */
+  readonly preserve?: readonly RegExp[];
+  /** Words never removed by the name policy, compared lower-cased. */
+  readonly allowWords?: readonly string[];
+  readonly maxTextLength?: number;
+}
+
+// Whole words only: letters inside an opaque token (NV2Hib) are not a word.
+const WORD = /(?<![\p{L}\p{N}\p{M}])[\p{L}\p{M}]+(?:['’][\p{L}\p{M}]+)*(?![\p{L}\p{N}\p{M}])/gu;
+const LETTER_RUN = /[\p{L}\p{M}]+/gu;
+const NON_LATIN = /[^\p{Script=Latin}\p{M}]/u;
+// Characters after which a word starts a sentence (or a field, a quote, a list item).
+const SENTENCE_OPENERS = new Set([
+  '.',
+  '!',
+  '?',
+  ':',
+  ';',
+  '\n',
+  '"',
+  "'",
+  '(',
+  '[',
+  '{',
+  '“',
+  '‘',
+  '«',
+  '>',
+  '|',
+  '•',
+  '—',
+  '=',
+]);
+
+function previousNonSpace(text: string, index: number): string | undefined {
+  for (let i = index - 1; i >= 0 && i >= index - 64; i--) {
+    const char = text[i]!;
+    if (char !== ' ' && char !== '\t') return char;
+  }
+  return undefined;
+}
+
+/** Cuts at `max` without splitting a surrogate pair. */
+export function truncate(text: string, max: number): { text: string; truncated: boolean } {
+  if (text.length <= max) return { text, truncated: false };
+  let end = Math.max(0, max);
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return { text: text.slice(0, end), truncated: true };
+}
+
+type Judge = (word: string, sentenceStart: boolean) => WordVerdict;
+
+/** Verdicts of recent words remembered: prose repeats its words, and a lookup is two dictionary searches. */
+function cachedJudge(dicts: Dictionaries, allowed: ReadonlySet<string>): Judge {
+  const cache = new Map<string, WordVerdict>();
+  return (word, sentenceStart) => {
+    const key = sentenceStart ? `^${word}` : word;
+    let verdict = cache.get(key);
+    if (verdict === undefined) {
+      verdict = judgeWord(word, sentenceStart, dicts, allowed);
+      if (cache.size >= 10_000) cache.clear();
+      cache.set(key, verdict);
     }
-    const redacted = redactor.redact(shielded);
-    if (kept.length === 0) return redacted;
-    return redacted.replace(PLACEHOLDER, (_match, letters: string) => kept[decodeIndex(letters)] ?? '');
+    return verdict;
   };
+}
+
+function nameParts(judge: Judge): (text: string) => boolean {
+  // Only capitalised whole parts between separators (`refund_for_Priya_1`); lower-case parts (arn, cus) and
+  // upper-case codes (ORD, INV) are how identifiers are spelled.
+  return (text) =>
+    text.split(/[_\-.:]/).some((part) => /^[A-Z][a-z]+$/.test(part) && judge(part, false) === 'remove');
+}
+
+/**
+ * Free-text scrubbing in one pass per rule over a bounded text: certain detectors (secrets, emails, cards,
+ * IBANs, IPs, national ids), then identifiers claimed as kept, then contextual rules (dates of birth, phones,
+ * addresses, postcodes) and last the word policy for names. Every rule sees a detection copy with fullwidth forms
+ * and non-ASCII digits mapped, and each span of text is decided once.
+ */
+export function createFreeTextRedactor(options: FreeTextOptions = {}): (text: string) => string {
+  const dicts = dictionaries();
+  const allowed = new Set(
+    [...DEFAULT_ALLOWED_WORDS, ...(options.allowWords ?? [])].map((w) => w.toLowerCase()),
+  );
+  const judge = cachedJudge(dicts, allowed);
+  const hasNamePart = nameParts(judge);
+  setNamePartCheck(hasNamePart);
+  const preserve = (options.preserve ?? []).map(
+    (p) => new RegExp(p.source, p.flags.includes('g') ? p.flags : `${p.flags}g`),
+  );
+  const maxTextLength = options.maxTextLength ?? DEFAULT_MAX_TEXT_LENGTH;
+  const certainCount = DETECTORS.findIndex((d) => d.name === 'timestamp');
+
+  return (input: string): string => {
+    if (input.length === 0) return input;
+    const cut = truncate(input, maxTextLength);
+    const text = cut.text;
+    const view = detectionCopy(text);
+    const claimed = new Uint8Array(text.length);
+    const findings: Finding[] = [];
+    const claim = (finding: Finding): void => {
+      for (let i = finding.start; i < finding.end; i++) if (claimed[i]) return;
+      claimed.fill(1, finding.start, finding.end);
+      findings.push(finding);
+    };
+    const run = (pattern: RegExp, judge: (m: RegExpExecArray) => readonly Finding[]) => {
+      pattern.lastIndex = 0;
+      for (let m = pattern.exec(view); m !== null; m = pattern.exec(view)) {
+        if (m[0].length === 0) {
+          pattern.lastIndex++;
+          continue;
+        }
+        for (const finding of judge(m)) claim(finding);
+      }
+    };
+    DETECTORS.forEach((detector, index) => {
+      if (index === certainCount) {
+        for (const pattern of preserve)
+          run(pattern, (m) => [{ start: m.index, end: m.index + m[0].length, label: 'keep' }]);
+      }
+      run(detector.pattern, (m) => detector.judge(m));
+    });
+    wordFindings(text, claimed, judge, claim);
+
+    findings.sort((a, b) => a.start - b.start);
+    let out = '';
+    let at = 0;
+    for (const finding of findings) {
+      if (finding.label === 'keep') continue;
+      out += text.slice(at, finding.start) + finding.label;
+      at = finding.end;
+    }
+    out += text.slice(at);
+    return cut.truncated ? out + TRUNCATION_MARK : out;
+  };
+}
+
+function wordFindings(
+  text: string,
+  claimed: Uint8Array,
+  judge: Judge,
+  claim: (finding: Finding) => void,
+): void {
+  // Letters of another script go wherever they stand, even glued to digits (李雷123).
+  LETTER_RUN.lastIndex = 0;
+  for (let m = LETTER_RUN.exec(text); m !== null; m = LETTER_RUN.exec(text)) {
+    if (NON_LATIN.test(m[0])) claim({ start: m.index, end: m.index + m[0].length, label: LABEL.NAME });
+  }
+  const words: { start: number; end: number; verdict: WordVerdict }[] = [];
+  WORD.lastIndex = 0;
+  for (let m = WORD.exec(text); m !== null; m = WORD.exec(text)) {
+    const start = m.index;
+    const end = start + m[0].length;
+    if (claimed[start] || claimed[end - 1]) continue;
+    const before = previousNonSpace(text, start);
+    const sentenceStart = before === undefined || SENTENCE_OPENERS.has(before);
+    words.push({ start, end, verdict: judge(m[0], sentenceStart) });
+  }
+  // A name that is also a word (Will, Grant, JOHN) goes when a neighbour is a name too: "John Smith".
+  const adjacent = (a: { end: number }, b: { start: number }) =>
+    /^[ \t]{1,2}$|^[ \t]?[-‐][ \t]?$/.test(text.slice(a.end, b.start));
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    if (word.verdict !== 'maybe') continue;
+    const left = words[i - 1];
+    const right = words[i + 1];
+    const near = (other: typeof word | undefined, first: typeof word, second: typeof word) =>
+      other !== undefined && other.verdict !== 'keep' && adjacent(first, second);
+    if ((left && near(left, left, word)) || (right && near(right, word, right))) word.verdict = 'remove';
+  }
+  for (const word of words) {
+    if (word.verdict === 'remove') claim({ start: word.start, end: word.end, label: LABEL.NAME });
+  }
 }

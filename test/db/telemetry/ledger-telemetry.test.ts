@@ -4,6 +4,7 @@ import { BasicTracerProvider, type ReadableSpan, SimpleSpanProcessor } from '@op
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolFailure } from '../../../src/index.js';
+import { hashKey } from '../../../src/telemetry/key-hash.js';
 import type { Redactor } from '../../../src/telemetry/options.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
 import { backends } from '../../support/db.js';
@@ -56,7 +57,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
       traceId: original?.spanContext().traceId,
       spanId: original?.spanContext().spanId,
     });
-    expect(original?.attributes[ATTR.PARAMS_HASH]).toBe(first.paramsHash);
+    expect(original?.attributes[ATTR.PARAMS_HASH]).toBe(hashKey(first.paramsHash!, 's'));
     expect(original?.attributes[ATTR.IDEMPOTENCY_KEY]).toBe('inv_2024_0042');
     const ops = (await harness.points(METRIC.LEDGER_OPERATION_DURATION)).map(
       (p) => p.attributes[ATTR.LEDGER_OPERATION],

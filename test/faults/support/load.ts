@@ -105,7 +105,9 @@ export async function runLoad(plan: LoadPlan): Promise<FaultRow> {
   );
 
   let crashes = 0;
-  const onCrash = () => {
+  const onCrash = (error: unknown) => {
+    // Counted as a crash, and printed: a crash under load is rare, and its stack is what tells the cause.
+    console.error('fault scenario: uncaught in the process:', error);
     crashes++;
   };
   process.on('uncaughtException', onCrash);

@@ -6,6 +6,7 @@ import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ToolFailure, ToolLedgerError } from '../../../src/contract/errors.js';
 import type { CallStart, Decision } from '../../../src/contract/observer.js';
+import { hashKey } from '../../../src/telemetry/key-hash.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import type { TelemetryOptions } from '../../../src/telemetry/options.js';
 import { ATTR, DURATION_BUCKETS_SECONDS, LOG_EVENT_NAME, METRIC } from '../../../src/telemetry/vocabulary.js';
@@ -86,7 +87,8 @@ describe('span', () => {
     expect(span.attributes).toMatchObject({
       [ATTR.OUTCOME]: 'executed',
       [ATTR.ATTEMPT]: 1,
-      [ATTR.PARAMS_HASH]: 'ab'.repeat(32),
+      // Keyed under the secret, never the bare hash of the input.
+      [ATTR.PARAMS_HASH]: hashKey('ab'.repeat(32), SECRET),
     });
     expect(span.attributes[ATTR.GEN_AI_TOOL_CALL_ARGUMENTS]).toBeUndefined();
     expect(scope.spanRef).toEqual({ traceId: span.spanContext().traceId, spanId: span.spanContext().spanId });
@@ -178,10 +180,8 @@ describe('span', () => {
 
     const span = onlySpan();
     const event = span.events.find((e) => e.name === 'exception');
-    expect(event?.attributes?.['exception.message']).toBe(
-      'Refund failed for EMAIL_ADDRESS: card CREDIT_CARD_NUMBER declined',
-    );
-    expect(span.status.message).toBe('Refund failed for EMAIL_ADDRESS: card CREDIT_CARD_NUMBER declined');
+    expect(event?.attributes?.['exception.message']).toBe('Refund failed for [EMAIL]: card [CARD] declined');
+    expect(span.status.message).toBe('Refund failed for [EMAIL]: card [CARD] declined');
     expect(JSON.stringify(event)).not.toContain('maria.gonzalez');
   });
 
@@ -222,13 +222,14 @@ describe('keys', () => {
     expect(harness.logRecords()[0]?.attributes).toMatchObject(expected);
   });
 
-  it('leaves a personal key out entirely when no secret is configured', () => {
+  it('hashes a personal key under a process secret when none is configured', () => {
     createOtelObserver({ keyHashSecret: '' })
       .startCall(start({ key: 'refund:maria.gonzalez@example.com' }))
       .end({ outcome: 'executed' });
-    const json = JSON.stringify(onlySpan().attributes);
-    expect(json).not.toContain('maria');
-    expect(json).not.toContain('tool_ledger.idempotency.key');
+    const attributes = onlySpan().attributes;
+    expect(JSON.stringify(attributes)).not.toContain('maria');
+    expect(attributes[ATTR.IDEMPOTENCY_KEY]).toBeUndefined();
+    expect(attributes[ATTR.IDEMPOTENCY_KEY_HASH]).toMatch(/^[0-9a-f]{64}$/);
   });
 });
 
@@ -261,7 +262,7 @@ describe('content capture', () => {
       amount_cents: 4500,
     });
     expect(JSON.parse(String(attributes[ATTR.GEN_AI_TOOL_CALL_RESULT]))).toEqual({
-      receipt: 'sent to EMAIL_ADDRESS',
+      receipt: 'sent to [EMAIL]',
       id: 'inv_2024_0042',
     });
     expect(harness.logRecords()[0]?.attributes[ATTR.GEN_AI_TOOL_CALL_ARGUMENTS]).toBeUndefined();
@@ -314,9 +315,7 @@ describe('decision log', () => {
       });
     const [record] = harness.logRecords();
     expect(record?.attributes['exception.type']).toBe('Error');
-    expect(record?.attributes['exception.message']).toBe(
-      'Could not reach IP_ADDRESS while emailing EMAIL_ADDRESS',
-    );
+    expect(record?.attributes['exception.message']).toBe('Could not reach [IP] while emailing [EMAIL]');
     expect(JSON.stringify(record?.attributes)).not.toMatch(/192\.0\.2\.146|j\.doe/);
     expect(String(record?.body)).not.toContain('j.doe');
   });
@@ -384,7 +383,7 @@ describe('metrics', () => {
     expect((await harness.points(METRIC.LEDGER_OPERATION_DURATION))[0]?.attributes).toEqual({
       [ATTR.LEDGER_OPERATION]: 'lookup',
     });
-    expect(onlySpan().attributes[ATTR.PARAMS_HASH]).toBe('cd'.repeat(32));
+    expect(onlySpan().attributes[ATTR.PARAMS_HASH]).toBe(hashKey('cd'.repeat(32), SECRET));
   });
 
   it('tracks handlers in flight', async () => {

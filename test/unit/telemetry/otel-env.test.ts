@@ -70,4 +70,17 @@ describe('readOtelEnv: exporters', () => {
       }),
     );
   });
+
+  it('OTEL_TRACES_EXPORTER=console alone leaves metrics and logs off, not on OTLP at localhost', () => {
+    expect(readOtelEnv({ OTEL_TRACES_EXPORTER: 'console' }).exporters).toEqual({
+      traces: ['console'],
+      metrics: [],
+      logs: [],
+    });
+    expect(
+      readOtelEnv({ OTEL_TRACES_EXPORTER: 'console', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })
+        .exporters.metrics,
+    ).toEqual(['otlp']);
+    expect(readOtelEnv({}).exporters.logs).toEqual(['otlp']);
+  });
 });

@@ -1,0 +1,88 @@
+import { describeUnprintable, MAX_KEY_LENGTH } from '../contract/keys.js';
+import { dictionaries } from './redact/dictionaries.js';
+import { DEFAULT_ALLOWED_WORDS } from './redact/words.js';
+
+/**
+ * Which keys may appear raw in telemetry (docs/telemetry.md, "Keys"). Everything else is emitted as its HMAC.
+ *
+ * 1. Formats known to hold no personal data: `deriveKey` output (`tlk1_` + 43 base64url), UUIDs, ULIDs.
+ * 2. Opaque random tokens: 16-128 characters of `[A-Za-z0-9_-]`, letters and digits mixed, at least 3.5 bits of
+ *    Shannon entropy per character, and no run of four or more letters that is an English word or a name.
+ * 3. The conservative check: at most 128 characters of `[A-Za-z0-9._-]` (no `:`), no secret-like run; every alphabetic part of four or more
+ *    letters is an English word (or on the allow-list) and no part at all is in the names dictionary; and the
+ *    redactor leaves the key unchanged (no detector matches), and no three digit groups in a row (a date or a
+ *    phone number).
+ */
+const DERIVED = /^tlk1_[A-Za-z0-9_-]{43}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
+const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
+// No ':' or '=': a label and a value (`refund:…`) says the value came from somewhere, so it is hashed.
+const CONSERVATIVE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+// Secret-like runs: upper, lower and digits mixed in one run (Tr0ub4dor), or 16+ hex digits (an API key).
+const SECRET_LIKE =
+  /(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{6,}|[0-9a-f]{16,}/;
+const ALLOWED = new Set(DEFAULT_ALLOWED_WORDS);
+
+/** The cheap checks the ledger applies to a key, run before any scrubbing: a key failing them is never scrubbed. */
+export function isAcceptableKey(key: string): boolean {
+  // Length first and in code units, so a 1 MB key costs one comparison.
+  return (
+    key.length > 0 &&
+    key.length <= MAX_KEY_LENGTH * 2 &&
+    [...key].length <= MAX_KEY_LENGTH &&
+    !describeUnprintable(key)
+  );
+}
+
+function entropyPerChar(text: string): number {
+  const counts = new Map<string, number>();
+  for (const c of text) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let bits = 0;
+  for (const n of counts.values()) {
+    const p = n / text.length;
+    bits -= p * Math.log2(p);
+  }
+  return bits;
+}
+
+/** Alphabetic parts, split at digits, separators and camel-case humps: `refundPriya2` → refund, Priya. */
+function letterParts(key: string): string[] {
+  return key.match(/[A-Z]?[a-z]+|[A-Z]+(?![a-z])/g) ?? [];
+}
+
+function isOpaqueToken(key: string): boolean {
+  if (!TOKEN.test(key) || !/\d/.test(key) || !/[A-Za-z]/.test(key)) return false;
+  if (entropyPerChar(key) < 3.5) return false;
+  const dicts = dictionaries();
+  return letterParts(key).every((part) => {
+    const lower = part.toLowerCase();
+    return lower.length < 4 || (!dicts.isWord(lower) && !dicts.isName(lower));
+  });
+}
+
+// Three digit groups in a row (1984-07-19, 020.7946.0958) read as a date or a phone number.
+const DIGIT_GROUPS = /\d{1,4}[-.:_]\d{1,4}[-.:_]\d{2,4}/;
+
+function passesConservativeCheck(key: string, scrub: (text: string) => string): boolean {
+  if (!CONSERVATIVE.test(key) || DIGIT_GROUPS.test(key) || SECRET_LIKE.test(key)) return false;
+  const dicts = dictionaries();
+  for (const part of letterParts(key)) {
+    const lower = part.toLowerCase();
+    if (ALLOWED.has(lower)) continue;
+    if (dicts.isName(lower)) return false;
+    if (lower.length >= 4 && !dicts.isWord(lower)) return false;
+  }
+  return scrub(key) === key;
+}
+
+/** True when `key` (already acceptable) may be emitted raw. */
+export function isRawSafeKey(key: string, scrub: (text: string) => string): boolean {
+  return (
+    DERIVED.test(key) ||
+    UUID.test(key) ||
+    ULID.test(key) ||
+    isOpaqueToken(key) ||
+    passesConservativeCheck(key, scrub)
+  );
+}
