@@ -1,6 +1,10 @@
+import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import * as mcp from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type Attributes, context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -165,10 +169,45 @@ describe('ToolLedgerMcpInstrumentation on the MCP semantic conventions', () => {
     expect(thrown!.attributes['error.type']).toBe('TypeError');
   });
 
+  it('sets network.transport pipe, on the span and the metric, for a server on stdio', async () => {
+    const server = semconvServer();
+    const toServer = new PassThrough();
+    const fromServer = new PassThrough();
+    await server.connect(new StdioServerTransport(toServer, fromServer));
+    // The client end of the server's stdin and stdout, as a spawned server's parent process holds them.
+    const buffer = new ReadBuffer();
+    const clientTransport: Transport = {
+      async start() {
+        fromServer.on('data', (chunk: Buffer) => {
+          buffer.append(chunk);
+          for (let message = buffer.readMessage(); message; message = buffer.readMessage()) {
+            clientTransport.onmessage?.(message);
+          }
+        });
+      },
+      async send(message) {
+        toServer.write(serializeMessage(message));
+      },
+      async close() {
+        clientTransport.onclose?.();
+      },
+    };
+    const client = new Client({ name: 'patch-test', version: '1.0.0' });
+    await client.connect(clientTransport);
+    await client.callTool({ name: 'ok', arguments: {} });
+    await client.close();
+    await server.close();
+    const [span] = harness.finishedSpans();
+    expect(span!.attributes['network.transport']).toBe('pipe');
+    const points = await durationPoints('ok');
+    expect(points.map((p) => p.attributes['network.transport'])).toContain('pipe');
+  });
+
   it('records mcp.server.operation.duration in seconds with the MCP bucket advice', async () => {
     const metric = await harness.metric('mcp.server.operation.duration');
     expect(metric!.descriptor.unit).toBe('s');
-    const [ok] = await durationPoints('ok');
+    // The in-memory calls; the stdio one above is its own series, by network.transport.
+    const ok = (await durationPoints('ok')).find((p) => !('network.transport' in p.attributes));
     expect(ok!.attributes).toEqual({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'ok' });
     const histogram = ok!.value as { count: number; buckets: { boundaries: number[] } };
     expect(histogram.count).toBe(1);
