@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { keyAttributes } from '../telemetry/key-attributes.js';
+import { hashKey } from '../telemetry/key-hash.js';
 import { createRedactor } from '../telemetry/redact/default-redactor.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
 
@@ -20,8 +21,11 @@ export function keyForm(key: string, secret: string | undefined): KeyForm {
   const attributes = keyAttributes(key, 'auto', secret || THROWAWAY_SECRET, redactor);
   const raw = attributes[ATTR.IDEMPOTENCY_KEY];
   if (typeof raw === 'string') return { key: raw, keyHash: null };
+  if (!secret) return { key: null, keyHash: null };
   const hash = attributes[ATTR.IDEMPOTENCY_KEY_HASH];
-  return { key: null, keyHash: secret && typeof hash === 'string' ? hash : null };
+  // Telemetry emits nothing for a key the ledger refuses (unprintable, too long); such a row can still be stored
+  // by hand, and support needs to name it without printing it.
+  return { key: null, keyHash: typeof hash === 'string' ? hash : hashKey(key, secret) };
 }
 
 /** One table cell: the raw key, `hmac:<hash>`, or a note saying how to see the hash. */

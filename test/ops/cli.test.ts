@@ -652,5 +652,17 @@ describe('issue 14: support finds, derives and forgets keys', () => {
     );
     expect(safeRows).toEqual([{ key_attribute: 'tool_ledger.idempotency.key', key_value: 'shared-7' }]);
     expect(cli(['forget', '--schema', schema]).code).toBe(2);
+
+    // A key telemetry never emits (control characters) is still forgotten, and audited by its HMAC.
+    const hostile = 'evil\u001b[2J\u202egnp.exe';
+    const h = cli(['forget', '--schema', schema, '--key', hostile, '--tool', 'hostile_ids', '--yes'], {
+      env,
+    });
+    expect(h.code, h.stderr).toBe(0);
+    expect(h.stdout).toContain(`hmac:${hashKey(hostile, secret)}`);
+    const { rows: hostileRows } = await pool.query(
+      `SELECT key_value FROM "${schema}".tool_runs_forgotten WHERE tool_name = 'hostile_ids'`,
+    );
+    expect(hostileRows).toEqual([{ key_value: hashKey(hostile, secret) }]);
   });
 });
