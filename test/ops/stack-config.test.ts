@@ -347,8 +347,9 @@ describe('collector/otel-collector.yaml', () => {
     }
   });
 
-  // Go's RE2 and JavaScript agree on the syntax these patterns use (classes, groups, \b, \d, counted repeats).
-  const patterns = ((redactions[0]?.[1].blocked_values ?? []) as string[]).map((p) => new RegExp(p, 'g'));
+  // Go's RE2 and JavaScript in Unicode mode agree on the syntax these patterns use (classes, groups, \b, \d,
+  // \p{…} classes, counted repeats).
+  const patterns = ((redactions[0]?.[1].blocked_values ?? []) as string[]).map((p) => new RegExp(p, 'gu'));
   const mask = (text: string) => patterns.reduce((t, p) => t.replace(p, '****'), text);
   const maskSuite = (corpus: PiiCorpus) => {
     it.each(
