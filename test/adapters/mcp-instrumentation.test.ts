@@ -196,6 +196,22 @@ describe('package entry points', () => {
     expect(run.stdout).toBe('function');
   });
 
+  it.each([
+    ['an ES module entry without the loader hook', [`${FIXTURES}/mcp-otel-no-hook.mjs`], true],
+    [
+      'an ES module entry with the loader hook',
+      ['--import', `./${FIXTURES}/register-otel-hook.mjs`, `${FIXTURES}/mcp-otel-no-hook.mjs`],
+      false,
+    ],
+    ['a CommonJS entry', [`${FIXTURES}/mcp-otel-no-hook.cjs`], false],
+  ])('warns once when enabled in %s: %s', async (_entry, args, warns) => {
+    const run = await runNode(args);
+    expect(run.code, run.stderr).toBe(0);
+    const warnings = run.stderr.match(/TOOL_LEDGER_MCP_NO_LOADER_HOOK/g) ?? [];
+    expect(warnings.length > 0).toBe(warns);
+    if (warns) expect(run.stderr).toContain("module.register('@opentelemetry/instrumentation/hook.mjs'");
+  });
+
   it('the root entry pulls in no agent SDK', () => {
     const imports = [...bareImports('index.js')];
     for (const sdk of SDKS) expect(imports.filter((s) => s === sdk || s.startsWith(`${sdk}/`))).toEqual([]);

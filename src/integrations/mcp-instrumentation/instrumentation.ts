@@ -16,6 +16,7 @@ import type { McpRequestInfo } from '../mcp/types.js';
 import { contextFromMeta, withCallAttributes } from '../shared/call-attributes.js';
 import { isLedgerCallback } from '../shared/marker.js';
 import type { McpServerLike, RegisteredToolLike, ToolCallbackLike } from './internal-types.js';
+import { warnIfNoLoaderHook } from './loader-hook-check.js';
 import { type Failure, operationMetric } from './operation-metric.js';
 import { ERROR_TYPE_TOOL_ERROR } from './semconv.js';
 import { serverSpanTracerProvider } from './server-span.js';
@@ -217,6 +218,7 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
     super.enable();
     const state = stateOf(this);
     state.commonJsHook ??= this.hookCommonJs();
+    warnIfNoLoaderHook();
   }
 
   override disable(): void {
