@@ -141,10 +141,14 @@ describe.each(CASES)('MCP SDK $line over $transport', ({ line, transport, networ
   it('tells the resolvers which SDK line and transport delivered the call', async () => {
     await call({ text: 'seen', idempotency_key: 'note-seen' });
     const seen = (await (client as ClientV1).callTool({ name: 'last_request', arguments: {} })) as Result;
-    expect(JSON.parse(seen.content[0]!.text!)).toMatchObject({
+    const last = JSON.parse(seen.content[0]!.text!);
+    expect(last).toMatchObject({
       sdk: line === '1.x' ? 1 : 2,
       transport: network,
     });
+    // Over HTTP the client names the negotiated revision in every request's MCP-Protocol-Version header, which
+    // becomes the span's mcp.protocol.version; stdio carries none in these SDK versions.
+    if (network === 'tcp') expect(last.protocolVersion).toMatch(/^\d{4}-\d{2}-\d{2}$/);
   });
 });
 

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { mcpCallAttributes } from '../../src/integrations/mcp/attributes.js';
+
+describe('MCP call attributes (semantic conventions for MCP)', () => {
+  it('name the method, request, session, protocol revision and transport the adapter saw', () => {
+    expect(
+      mcpCallAttributes({ sessionId: 's-1', requestId: 7, protocolVersion: '2026-07-28', transport: 'tcp' }),
+    ).toEqual({
+      'mcp.method.name': 'tools/call',
+      'mcp.session.id': 's-1',
+      'jsonrpc.request.id': '7',
+      'mcp.protocol.version': '2026-07-28',
+      'network.transport': 'tcp',
+    });
+  });
+
+  it('leave out what the transport did not deliver', () => {
+    expect(mcpCallAttributes(undefined)).toEqual({ 'mcp.method.name': 'tools/call' });
+    expect(mcpCallAttributes({ requestId: 0, transport: 'pipe' })).toEqual({
+      'mcp.method.name': 'tools/call',
+      'jsonrpc.request.id': '0',
+      'network.transport': 'pipe',
+    });
+  });
+});
