@@ -84,6 +84,27 @@ export function withinMs<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 /**
+ * `pool.connect()` bounded in time. A client the pool hands out after the caller gave up goes straight back,
+ * destroyed: otherwise it would be leaked from the pool and, with pg-pool's own error listener removed on checkout,
+ * crash the process with an unhandled 'error' event the moment its connection dies.
+ */
+export async function checkoutWithin(pool: Pick<PgPoolLike, 'connect'>, ms: number): Promise<PgClientLike> {
+  const pending = pool.connect();
+  try {
+    return await withinMs(pending, ms);
+  } catch (error) {
+    pending.then(
+      (late) => {
+        late.on('error', () => {});
+        late.release(true);
+      },
+      () => {},
+    );
+    throw error;
+  }
+}
+
+/**
  * A `pg.Pool` exposes its client class and options, so the reserved connection is opened beside the pool rather
  * than taking one of its clients (a full pool would otherwise starve renewals and a pool of one deadlock its
  * waiters); other pools lend a client.
@@ -117,7 +138,7 @@ async function openReserved(
     }
     return { client, dispose: destroy };
   }
-  const client = await withinMs(pool.connect(), connectMs);
+  const client = await checkoutWithin(pool, connectMs);
   client.on('error', lose);
   return { client, dispose: () => client.release(true) };
 }
@@ -258,7 +279,7 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
     for (let attempt = 1; ; attempt++) {
       let client: PgClientLike;
       try {
-        client = await withinMs(pool.connect(), answerTimeoutMs);
+        client = await checkoutWithin(pool, answerTimeoutMs);
       } catch (error) {
         throw ledgerUnavailable(error, 'open a transaction');
       }
