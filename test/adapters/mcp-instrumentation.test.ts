@@ -196,6 +196,18 @@ describe('package entry points', () => {
     expect(run.stdout).toBe('function');
   });
 
+  it('patches MCP SDK 2.x under require too: a tools/call span and the operation metric per call', async () => {
+    const run = await runNode([`${FIXTURES}/mcp-otel-v2-cjs.cjs`]);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as Report;
+    const add = report.spans.find((s) => s.name === 'tools/call add');
+    expect(add?.kind).toBe(1); // SERVER
+    expect(add?.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'add' });
+    const failed = report.spans.find((s) => s.name === 'tools/call soft_fail');
+    expect(failed?.attributes['error.type']).toBe('tool_error');
+    expect(report.metrics['mcp.server.operation.duration']?.length).toBe(2);
+  });
+
   it.each([
     ['an ES module entry without the loader hook', [`${FIXTURES}/mcp-otel-no-hook.mjs`], true],
     [
