@@ -64,6 +64,8 @@ let stack: Stack;
 let burst: Program;
 let burstDone: Promise<void>;
 let explorer: ExplorerAccess;
+/** How many tool calls the demo made: the rows of its step table (`1 first call …`). */
+let demoCalls = 0;
 const schema = uniqueSchema('ops_stack');
 const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
 
@@ -135,7 +137,9 @@ const sorted = (counts: Record<string, number>) =>
 /** Every call of the demo, as its execute_tool span in Jaeger, once all its traces have arrived. */
 async function demoCallsInJaeger(): Promise<{ spans: JaegerSpan[]; byOutcome: Record<string, number> }> {
   // The demo has exited and flushed before the tests run; the collector's batches may still be arriving, so the
-  // answer counts once two polls in a row agree.
+  // answer counts once Jaeger has a span for every call the demo printed, and two polls in a row agree (two polls
+  // alone once agreed on a batch that had not all arrived).
+  expect(demoCalls, 'the demo printed no step table').toBeGreaterThan(0);
   let previous = -1;
   const spans = await waitFor(
     "the demo's calls in Jaeger",
@@ -147,7 +151,7 @@ async function demoCallsInJaeger(): Promise<{ spans: JaegerSpan[]; byOutcome: Re
       const calls = (traces ?? [])
         .flatMap((t) => t.spans)
         .filter((x) => tag(x, 'tool_ledger.idempotency.outcome'));
-      const settled = calls.length > 0 && calls.length === previous;
+      const settled = calls.length >= demoCalls && calls.length === previous;
       previous = calls.length;
       return settled ? calls : undefined;
     },
@@ -186,7 +190,13 @@ describe.skipIf(missing.length > 0 && !required)('the operations stack, running 
       60_000,
     ).then(() => undefined);
     await burstDone;
-    await runToExit('npm run demo', ['--import', 'tsx', 'examples/demo/main.ts'], otelEnv(), 120_000);
+    const demo = await runToExit(
+      'npm run demo',
+      ['--import', 'tsx', 'examples/demo/main.ts'],
+      otelEnv(),
+      120_000,
+    );
+    demoCalls = demo.split('\n').filter((line) => /^\d+ \S/.test(line)).length;
   }, 240_000);
 
   afterAll(async () => {
