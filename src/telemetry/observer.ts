@@ -47,6 +47,7 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
   const scrubTenant = scrubCache((tenant) => redactor.redactText(tenant));
   const scrubBody = scrubCache((text) => redactor.redactText(text));
   const scrubId = scrubCache((text) => redactor.redactText(text));
+  const scrubDescription = scrubCache((text) => redactor.redactText(text));
   const config: ObserverConfig = {
     signals: createSignals(options),
     redactor,
@@ -61,6 +62,9 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
       typeof tenant === 'string' && tenant.length <= 1024 && !tenant.includes('\u0000')
         ? scrubTenant(tenant)
         : undefined,
+    // Written by the tool's author, not the caller, and constant per tool: one scrub per tool, then a lookup.
+    toolDescription: (description) =>
+      typeof description === 'string' && description.length > 0 ? scrubDescription(description) : undefined,
     toolCallId: (id) => (typeof id === 'string' && isAcceptableKey(id) ? scrubId(id) : undefined),
     logBody: (tool, outcome, message) => {
       const head = scrubBody(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
