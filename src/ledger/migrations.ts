@@ -75,6 +75,14 @@ COMMENT ON COLUMN ${runsTable(schema)}.waiters IS 'tool-ledger: a duplicate wait
 COMMENT ON TABLE ${t} IS 'tool-ledger: runs deleted by tool-ledger forget, with who, when and why'`;
     },
   },
+  {
+    version: 4,
+    name: 'tool_runs_hot_completion',
+    // With the partial in-progress index gone, a completion (the TTL counts from the claim, see completeSql) and a
+    // lease renewal change no indexed column, so Postgres updates the row on its page (HOT) instead of adding an
+    // entry to every index. Nothing read that index: a takeover finds its row by key, purging goes by `expires_at`.
+    up: (schema) => `DROP INDEX IF EXISTS ${quoteIdent(schema)}.tool_runs_in_progress_idx`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)!.version;
