@@ -22,6 +22,31 @@ export function forgottenTable(schema: string): string {
   return `${quoteIdent(schema)}.tool_runs_forgotten`;
 }
 
+/** Per-deployment settings (migration 4): today only the key-hash secret telemetry and the CLI share. */
+export function settingsTable(schema: string): string {
+  return `${quoteIdent(schema)}.tool_ledger_settings`;
+}
+
+/** The name of the key-hash secret's row in the settings table. */
+export const KEY_HASH_SECRET_SETTING = 'key_hash_secret';
+
+/** One setting's value. $1 name. */
+export function readSettingSql(schema: string): string {
+  return `SELECT value FROM ${settingsTable(schema)} WHERE name = $1::text`;
+}
+
+/** Stores a setting unless one is there: concurrent first starts all keep the first value. $1 name, $2 value. */
+export function insertSettingSql(schema: string): string {
+  return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text) ON CONFLICT (name) DO NOTHING`;
+}
+
+/** Replaces a setting (or stores it). $1 name, $2 value. */
+export function replaceSettingSql(schema: string): string {
+  return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = now()
+RETURNING updated_at`;
+}
+
 /** A run whose lease still holds: its owner is (presumably) working on it. */
 export const leaseLive = (alias: string) =>
   `(${alias}.status = 'in_progress' AND ${alias}.lease_expires_at > now())`;
@@ -118,7 +143,7 @@ FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
  * $6 result json, $7 error json, $8 ttl seconds, $9 notify channel.
  *
  * The TTL counts from the claim, which already set `expires_at`: keeping it leaves every indexed column as it
- * was, so the update is HOT (migration 4). Only a handler that outlasted its TTL moves the expiry, to `ttlSeconds`
+ * was, so the update is HOT (migration 5). Only a handler that outlasted its TTL moves the expiry, to `ttlSeconds`
  * after the completion, so no result is born expired.
  */
 export function completeSql(schema: string): string {
