@@ -22,6 +22,31 @@ export function forgottenTable(schema: string): string {
   return `${quoteIdent(schema)}.tool_runs_forgotten`;
 }
 
+/** Per-deployment settings (migration 4): today only the key-hash secret telemetry and the CLI share. */
+export function settingsTable(schema: string): string {
+  return `${quoteIdent(schema)}.tool_ledger_settings`;
+}
+
+/** The name of the key-hash secret's row in the settings table. */
+export const KEY_HASH_SECRET_SETTING = 'key_hash_secret';
+
+/** One setting's value. $1 name. */
+export function readSettingSql(schema: string): string {
+  return `SELECT value FROM ${settingsTable(schema)} WHERE name = $1::text`;
+}
+
+/** Stores a setting unless one is there: concurrent first starts all keep the first value. $1 name, $2 value. */
+export function insertSettingSql(schema: string): string {
+  return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text) ON CONFLICT (name) DO NOTHING`;
+}
+
+/** Replaces a setting (or stores it). $1 name, $2 value. */
+export function replaceSettingSql(schema: string): string {
+  return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = now()
+RETURNING updated_at`;
+}
+
 /** Columns every read returns, in the shape `RunRow` expects. */
 const RUN_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, final,
   attempt, lease_owner, lease_expires_at, result_json, error_json, job_id, trace_id, span_id, conflict_count,
