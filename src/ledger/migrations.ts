@@ -92,6 +92,14 @@ REVOKE ALL ON TABLE ${t} FROM PUBLIC;
 COMMENT ON TABLE ${t} IS 'tool-ledger: per-deployment settings, such as the secret telemetry hashes keys under'`;
     },
   },
+  {
+    version: 5,
+    name: 'tool_runs_hot_completion',
+    // With the partial in-progress index gone, a completion (the TTL counts from the claim, see completeSql) and a
+    // lease renewal change no indexed column, so Postgres updates the row on its page (HOT) instead of adding an
+    // entry to every index. Nothing read that index: a takeover finds its row by key, purging goes by `expires_at`.
+    up: (schema) => `DROP INDEX IF EXISTS ${quoteIdent(schema)}.tool_runs_in_progress_idx`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)!.version;
