@@ -1,18 +1,12 @@
-import { type DiagLogger, DiagLogLevel, diag } from '@opentelemetry/api';
+import { diag } from '@opentelemetry/api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resolveSecret } from '../../../src/telemetry/key-attributes.js';
 import { configuredSecret } from '../../../src/telemetry/key-secret.js';
+import { captureDiagWarnings } from '../../support/diag.js';
 
 const warnings: string[] = [];
-const capture: DiagLogger = {
-  error: () => {},
-  warn: (message) => warnings.push(message),
-  info: () => {},
-  debug: () => {},
-  verbose: () => {},
-};
 
-beforeAll(() => diag.setLogger(capture, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true }));
+beforeAll(() => captureDiagWarnings(warnings));
 afterAll(() => diag.disable());
 beforeEach(() => {
   warnings.length = 0;
