@@ -64,7 +64,8 @@ export function cachedKeyAttributes(
 ): (key: string | undefined) => Readonly<Attributes> {
   const cache = new Map<string, Attributes>();
   return (key) => {
-    if (typeof key !== 'string') return {};
+    // Before the lookup: a refused 1 MB key would cost a hash of all of it, and then be kept in the cache.
+    if (typeof key !== 'string' || !isAcceptableKey(key)) return {};
     const hit = cache.get(key);
     if (hit !== undefined) return hit;
     const attributes = keyAttributes(key, mode, secret, redactor);
