@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Attributes } from '@opentelemetry/api';
+import { boundedCache } from './bounded-cache.js';
 import { hashKey } from './key-hash.js';
 import { isAcceptableKey, isRawSafeKey } from './key-policy.js';
 import type { Redactor, TelemetryOptions } from './options.js';
@@ -43,25 +44,16 @@ export function keyAttributes(
   return hash === undefined ? {} : { [ATTR.IDEMPOTENCY_KEY_HASH]: hash };
 }
 
-const CACHE_LIMIT = 1000;
-
 /**
- * `keyAttributes` with the answers for recent keys remembered: a retried call repeats its key. Cleared when full
- * rather than evicting one by one.
+ * `keyAttributes` with the answers for recent keys remembered: a retried or replayed call repeats its key.
  */
 export function cachedKeyAttributes(
   mode: KeyMode,
   secret: string,
   redactor: Redactor,
 ): (key: string | undefined) => Readonly<Attributes> {
-  const cache = new Map<string, Attributes>();
-  return (key) => {
-    if (typeof key !== 'string') return {};
-    const hit = cache.get(key);
-    if (hit !== undefined) return hit;
-    const attributes = keyAttributes(key, mode, secret, redactor);
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(key, attributes);
-    return attributes;
-  };
+  const cached = boundedCache((key) => Object.freeze(keyAttributes(key, mode, secret, redactor)));
+  return (key) => (typeof key === 'string' ? (cached(key) ?? NO_KEY) : NO_KEY);
 }
+
+const NO_KEY: Readonly<Attributes> = Object.freeze({});
