@@ -17,6 +17,8 @@ export interface ObserverConfig {
   toolCallId(id: unknown): string | undefined;
   /** The metric attributes of a tool, kind and tenant (the tenant only when in `metricTenants`), made once. */
   metricLabels(tool: string, kind: string, tenant: unknown): MetricLabels;
+  /** The tool's description as it may appear on spans (scrubbed, computed once per tool), or undefined. */
+  toolDescription(description: unknown): string | undefined;
   /** The tenant as it may appear on spans and logs (scrubbed), or undefined. */
   tenantLabel(tenant: unknown): string | undefined;
   /** The scrubbed body of a decision log record, or undefined when scrubbing failed. */

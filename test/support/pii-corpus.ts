@@ -31,6 +31,11 @@ export const identifiers = (
 /** Labels of the in-repo corpus, also applied to the shared one (its passwords and ZIPs are the same kinds). */
 const LABELS = corpus.labelled_categories ?? {};
 
+/** The label a labelled-only category is written after (`password`, `zip`), or undefined for the rest. */
+export function labelOf(category: string): string | undefined {
+  return LABELS[category];
+}
+
 /** The texts one corpus value is tested in: bare and in sentences, or only after its label. */
 export function contextsOf(category: string, value: string): string[] {
   const label = LABELS[category];

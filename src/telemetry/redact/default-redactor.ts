@@ -1,5 +1,5 @@
 import type { Redactor } from '../options.js';
-import { isSensitiveField, normalizeFieldName } from './field-rules.js';
+import { isSensitiveField, isSensitivePair, normalizeFieldName, PAIR_VALUES } from './field-rules.js';
 import { createFreeTextRedactor, DEFAULT_MAX_TEXT_LENGTH, TRUNCATION_MARK } from './free-text.js';
 
 /** What replaces a value stored under a sensitive field name. */
@@ -116,14 +116,17 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
       if (object instanceof Map) return walk(Object.fromEntries(object), depth);
       if (object instanceof Set) return walk([...object], depth);
       const out: Record<string, unknown> = {};
+      const record = object as Record<string, unknown>;
+      const pair = isSensitivePair(record, extra);
       for (const field in object) {
         if (!Object.hasOwn(object, field)) continue;
         if (budget <= 0 || characters <= 0) {
           out[TRUNCATED] = TRUNCATED;
           break;
         }
-        const child = (object as Record<string, unknown>)[field];
-        out[text(field)] = isSensitiveField(field, extra) ? REDACTED : walk(child, depth + 1);
+        const sensitive =
+          isSensitiveField(field, extra) || (pair && PAIR_VALUES.has(normalizeFieldName(field)));
+        out[text(field)] = sensitive ? REDACTED : walk(record[field], depth + 1);
       }
       return out;
     };

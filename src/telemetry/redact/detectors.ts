@@ -133,6 +133,12 @@ const STREET_SUFFIX =
 const US_STATES =
   'AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY';
 
+/**
+ * Words that may stand between a label and its value ("api key hex is 9f2c…", "passport number: X1234…"): a short
+ * closed list, so that prose after a label ("token refresh failed: timeout") is not read as a value.
+ */
+const LABEL_FILLER = '(?:hex|code|number|no\\.?|nr\\.?|value|string|hash)';
+
 // `u` for \p classes, `d` for group offsets, `g` to scan.
 const re = (source: string, flags = '') => new RegExp(source, `gdu${flags}`);
 
@@ -192,15 +198,16 @@ const CERTAIN: readonly Detector[] = [
   },
   {
     name: 'sensitive field = value',
+    // Also JSON inside a JSON string, where the quotes arrive escaped: {\"password\":\"hunter2\"}.
     pattern: re(
-      '(?<![\\p{L}\\p{N}_.\\-])([\\p{L}_][\\p{L}\\p{N}_.\\-]{0,63})(["\']?\\s{0,3}[:=]\\s{0,3})("[^"\\n]{0,4096}"|\'[^\'\\n]{0,4096}\'|[^\\s&,;)}\\]"\']{1,4096})',
+      '(?<![\\p{L}\\p{N}_.\\-])([\\p{L}_][\\p{L}\\p{N}_.\\-]{0,63})((?:\\\\{1,3})?["\']?\\s{0,3}[:=]\\s{0,3})(\\\\{1,3}"[^"\\n]{0,4096}?\\\\{1,3}"|"[^"\\n]{0,4096}"|\'[^\'\\n]{0,4096}\'|[^\\s&,;)}\\]"\']{1,4096})',
     ),
     judge: group(3, LABEL.REDACTED, (m) => isSensitiveField(m[1] ?? '')),
   },
   {
     name: 'credential in words',
     pattern: re(
-      '(?<![\\p{L}])(?:password|passphrase|passwd|pwd|passcode|pin|otp|secret|api[\\s_-]?key|access[\\s_-]?key|secret[\\s_-]?key|token)(\\s{0,3}[:=]\\s{0,3}|\\s{1,3}(?:(?:is|was|of)\\s{1,3})?)([^\\s,;)]{4,512})',
+      `(?<![\\p{L}])(?:password|passphrase|passwd|pwd|passcode|pin|otp|secret|api[\\s_-]?key|access[\\s_-]?key|secret[\\s_-]?key|signing[\\s_-]?key|token)(?:\\s{1,3}${LABEL_FILLER}){0,2}(\\s{0,3}[:=]\\s{0,3}|\\s{1,3}(?:(?:is|was|of)\\s{1,3})?)([^\\s,;)]{4,512})`,
       'i',
     ),
     judge: group(2, LABEL.SECRET, (m) => {
@@ -211,7 +218,7 @@ const CERTAIN: readonly Detector[] = [
   {
     name: 'passport number',
     pattern: re(
-      '(?<![\\p{L}])passport(?:\\s{1,3}(?:no\\.?|number|#))?\\s{0,3}[:#]?\\s{0,3}([A-Z0-9]{6,12})',
+      `(?<![\\p{L}])passport(?:\\s{1,3}${LABEL_FILLER}|\\s{0,3}#){0,2}(?:\\s{0,3}[:#=]|\\s{1,3}(?:is|was))?\\s{0,3}([A-Z0-9]{6,12})(?![\\p{L}\\p{N}])`,
       'i',
     ),
     judge: group(1, LABEL.NATIONAL_ID, (m) => /\d/.test(m[1] ?? '')),

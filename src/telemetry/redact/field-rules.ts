@@ -17,6 +17,9 @@ const EXACT = new Set([
   'cvc',
   'pin',
   'otp',
+  'pwd',
+  'plz',
+  'cep',
   'zip',
   'zipcode',
   'postcode',
@@ -59,10 +62,16 @@ const FRAGMENTS = [
   'password',
   'passwd',
   'passphrase',
+  'passcode',
+  'zipcode',
+  'postcode',
+  'postalcode',
   'secret',
   'token',
   'apikey',
   'privatekey',
+  'signingkey',
+  'encryptionkey',
   'accesskey',
   'authorization',
   'credential',
@@ -107,8 +116,37 @@ export function isSensitiveField(field: string, extra: ReadonlySet<string> = EMP
   if (name.length === 0) return false;
   if (EXACT.has(name) || extra.has(name)) return true;
   if (name.endsWith('name') && !TECHNICAL_NAMES.has(name)) return true;
+  // billingZip, shipping_zip; gzip and unzip are switches, not places.
+  if (name.endsWith('zip') && name !== 'gzip' && name !== 'unzip') return true;
   for (const fragment of FRAGMENTS) if (name.includes(fragment)) return true;
   return false;
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+
+/** Fields that name the field beside them in a name/value pair: `{ name: 'password', value: 'hunter2' }`. */
+const PAIR_LABELS = ['name', 'key', 'field', 'label', 'header', 'param', 'parameter', 'attribute', 'id'];
+/** Fields that hold the value of such a pair. */
+export const PAIR_VALUES: ReadonlySet<string> = new Set([
+  'value',
+  'values',
+  'val',
+  'content',
+  'text',
+  'data',
+]);
+
+/**
+ * True when an object is a name/value pair whose name is a sensitive field (form fields, HTTP headers as
+ * `[{ name, value }]`, key-value settings): its value fields are then replaced whole, like the field itself.
+ */
+export function isSensitivePair(
+  object: Readonly<Record<string, unknown>>,
+  extra: ReadonlySet<string> = EMPTY,
+): boolean {
+  for (const label of PAIR_LABELS) {
+    const named = object[label];
+    if (typeof named === 'string' && named.length <= 64 && isSensitiveField(named, extra)) return true;
+  }
+  return false;
+}

@@ -167,6 +167,44 @@ describe('structured values', () => {
   });
 });
 
+describe('labelled-only values (passwords, hex API keys, bare ZIPs, passports)', () => {
+  it.each([
+    ['my api key hex is 9f2c4e6a8b0d1f3e5a7c9e1b3d5f7a9c', 'my api key hex is [SECRET]'],
+    ['my passport is X12345678', 'my passport is [NATIONAL_ID]'],
+    ['passport number: K1234567', 'passport number: [NATIONAL_ID]'],
+    [
+      'Saved {\\"password\\":\\"hunter2\\",\\"zip\\":94103}',
+      'Saved {\\"password\\":[REDACTED],\\"zip\\":[REDACTED]}',
+    ],
+    ['token refresh failed: timeout', 'token refresh failed: timeout'],
+    ['Amount 12000, order 20261201', 'Amount 12000, order 20261201'],
+  ])('%s', (text, expected) => {
+    expect(redactor.redactText(text)).toBe(expected);
+  });
+
+  it('replaces the value of a name/value pair whose name is a sensitive field', () => {
+    expect(
+      redactor.redactValue({
+        form: [
+          { name: 'password', value: 'hunter2' },
+          { key: 'billing_zip', value: '94103' },
+          { key: 'amount', value: '12000' },
+        ],
+        billingZip: 94103,
+        gzip: true,
+      }),
+    ).toEqual({
+      form: [
+        { name: REDACTED, value: REDACTED },
+        { key: 'billing_zip', value: REDACTED },
+        { key: 'amount', value: '12000' },
+      ],
+      billingZip: REDACTED,
+      gzip: true,
+    });
+  });
+});
+
 describe('hashKey', () => {
   it('is HMAC-SHA256 in lowercase hex (RFC 4231 test case 2)', () => {
     expect(hashKey('what do ya want for nothing?', 'Jefe')).toBe(
