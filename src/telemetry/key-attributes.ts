@@ -61,7 +61,8 @@ export function cachedKeyAttributes(
   redactor: Redactor,
 ): (key: string | undefined) => Readonly<Attributes> {
   const cached = boundedCache((key) => Object.freeze(keyAttributes(key, mode, secret, redactor)));
-  return (key) => (typeof key === 'string' ? (cached(key) ?? NO_KEY) : NO_KEY);
+  // Checked before the lookup: a refused 1 MB key would cost a hash of all of it, and then be kept in the cache.
+  return (key) => (typeof key === 'string' && isAcceptableKey(key) ? (cached(key) ?? NO_KEY) : NO_KEY);
 }
 
 const NO_KEY: Readonly<Attributes> = Object.freeze({});
