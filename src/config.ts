@@ -23,7 +23,8 @@ export interface LedgerOptions {
    */
   readonly schema?: string;
   /**
-   * How long a completed run is remembered, counted from its completion. Past it the key counts as new.
+   * How long a run is remembered, counted from its claim (the start of the attempt that completed it); a handler
+   * that outlasts it keeps its result this long after its completion. Past it the key counts as new.
    * @default 86400
    */
   readonly ttlSeconds?: number;

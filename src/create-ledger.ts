@@ -18,12 +18,14 @@ import type {
 import type { Driver } from './ledger/driver.js';
 import { type PgPoolLike, pgDriver } from './ledger/drivers/pg.js';
 import { openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
+import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { migrationScript } from './ledger/migrations.js';
 import { CompletionNotifier } from './ledger/notifier.js';
 import { LedgerStore } from './ledger/store.js';
 import { LedgerRuntime } from './middleware/runtime.js';
 import { createTool, type LedgerTool } from './middleware/tool.js';
+import { configuredSecret, type DeploymentSecret, loadDeploymentSecret } from './telemetry/key-secret.js';
 import { createOtelObserver } from './telemetry/observer.js';
 
 export interface PurgeOptions {
@@ -161,8 +163,15 @@ function maskedUrl(connectionString: string): string {
 export async function createLedger(options: LedgerOptions = {}): Promise<Ledger> {
   const config = resolveConfig(options);
   const driver = await openDriver(config);
+  let deployment: DeploymentSecret | undefined;
   try {
     if (config.migrate) await applyMigrations(driver, config.schema);
+    // Before the ledger is handed out, so no call's span is keyed under anything else.
+    if (config.telemetry !== false && configuredSecret(config.telemetry) === undefined) {
+      deployment = await loadDeploymentSecret(driver, config.schema).catch((error: unknown) => {
+        throw ledgerUnavailable(error, `read the key-hash secret of schema "${config.schema}"`);
+      });
+    }
   } catch (error) {
     await driver.close().catch(() => {});
     throw startupFailure(error, config);
@@ -172,7 +181,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     maxBytes: config.replayCacheMaxBytes,
   });
   const notifier = new CompletionNotifier(store);
-  const observer = config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry);
+  const observer =
+    config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry, deployment);
   const runtime = new LedgerRuntime(config, store, notifier, observer);
   let closing: Promise<void> | undefined;
   const toolNames = new Set<string>();

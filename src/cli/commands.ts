@@ -3,20 +3,30 @@ import { type DeriveKeyInput, deriveKey } from '../contract/derive-key.js';
 import { type PgPoolLike, pgDriver } from '../ledger/drivers/pg.js';
 import { applyMigrations } from '../ledger/migrate.js';
 import { LATEST_VERSION, migrationScript } from '../ledger/migrations.js';
-import { countExpiredSql, forgottenTable, purgeExpiredBatchSql, runsTable } from '../ledger/sql.js';
+import {
+  countExpiredSql,
+  forgottenTable,
+  purgeExpiredBatchSql,
+  runsTable,
+  settingsTable,
+} from '../ledger/sql.js';
 import { hashKey } from '../telemetry/key-hash.js';
+import { configuredSecret, loadDeploymentSecret, rotateStoredSecret } from '../telemetry/key-secret.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
-import { type Connection, connect, type Db, requireLedgerTable } from './db.js';
+import { type Connection, connect, type Db, queryable, requireLedgerTable } from './db.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
 import { fields, formatDuration, formatTime, indent, jaegerTraceUrl, table } from './format.js';
 import { type KeyForm, keyCell, keyForm } from './key-display.js';
+import { noSecretHelp, supportSecret } from './key-secret.js';
 import { scrubText, scrubValue } from './scrub.js';
 import {
   forgetKeySql,
   forgottenTableExistsSql,
+  keySecretUpdatedAtSql,
   listRunsSql,
   runsByJobSql,
   runsByKeySql,
+  settingsTableExistsSql,
   statsSql,
 } from './sql.js';
 
@@ -75,6 +85,8 @@ export async function migrateCommand(
   let applied: number[];
   try {
     applied = await applyMigrations(driver, connection.schema);
+    // Made here too, so a deployment whose application role may only read the settings table has its secret.
+    await loadDeploymentSecret(driver, connection.schema);
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : '';
     throw new CliError(
@@ -161,14 +173,16 @@ export async function inspectCommand(
 ): Promise<number> {
   const { lookup } = opts;
   const schema = opts.connection.schema;
-  const rows = await withDb(opts.connection, async (db) => {
+  const { rows, secret } = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, schema);
     const sql = lookup.by === 'key' ? runsByKeySql(schema) : runsByJobSql(schema);
-    return db.query<InspectRow>(sql, [
+    const found = await db.query<InspectRow>(sql, [
       lookup.by === 'key' ? lookup.key : lookup.jobId,
       lookup.tenant ?? null,
       lookup.tool ?? null,
     ]);
+    // Only a key found through its job is shown hashed, so only then is the secret needed.
+    return { rows: found, secret: lookup.by === 'job' ? await supportSecret(io.env, db, schema) : undefined };
   });
   if (rows.length === 0) {
     throw new CliError(
@@ -177,9 +191,9 @@ export async function inspectCommand(
       EXIT.NOT_FOUND,
     );
   }
-  const secret = io.env[KEY_HASH_SECRET_ENV];
   // Support typed a key, so it is shown as given; a key found through its job is shown the way telemetry shows it.
-  const showKey = (key: string) => (lookup.by === 'key' ? { key, keyHash: null } : keyForm(key, secret));
+  const showKey = (key: string) =>
+    lookup.by === 'key' ? { key, keyHash: null } : keyForm(key, secret?.secret);
   const runs = rows.map((row) => describeRun(row, showKey(row.idempotency_key), opts.jaegerUrl, schema));
   // One full key names at most one run: scripts get that run itself, as before.
   const single = lookup.by === 'key' && lookup.tenant !== undefined && lookup.tool !== undefined;
@@ -313,23 +327,23 @@ export async function listCommand(
     connection: Connection;
   },
 ): Promise<number> {
-  const rows = await withDb(opts.connection, async (db) => {
+  const { rows, secret } = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, opts.connection.schema);
-    return db.query<ListRow>(listRunsSql(opts.connection.schema), [
+    const found = await db.query<ListRow>(listRunsSql(opts.connection.schema), [
       opts.status,
       opts.stale,
       opts.tenant ?? null,
       opts.tool ?? null,
       opts.limit,
     ]);
+    return { rows: found, secret: await supportSecret(io.env, db, opts.connection.schema) };
   });
-  const secret = io.env[KEY_HASH_SECRET_ENV];
   const runs = rows.map((r) => ({
     id: r.id,
     tenant: r.tenant_id,
     tool: r.tool_name,
     // A listing is read over shoulders and pasted into tickets: keys appear only as telemetry would show them.
-    ...keyForm(r.idempotency_key, secret),
+    ...keyForm(r.idempotency_key, secret?.secret),
     status: r.status,
     attempt: r.attempt,
     leaseOwner: r.lease_owner,
@@ -427,24 +441,81 @@ export async function purgeCommand(
 /** Where `hash-key` reads the raw key: argv is readable by every local user through ps, so it never comes from there. */
 export const RAW_KEY_ENV = 'TOOL_LEDGER_RAW_KEY' as const;
 
-export async function hashKeyCommand(io: Io, opts: { json: boolean }): Promise<number> {
-  const secret = io.env[KEY_HASH_SECRET_ENV];
-  if (!secret) {
-    throw new CliError(
-      `${KEY_HASH_SECRET_ENV} is not set. Export the same secret the service uses, then run hash-key again.`,
-    );
-  }
+export async function hashKeyCommand(
+  io: Io,
+  opts: { json: boolean; schema: string; connection: () => Connection },
+): Promise<number> {
   const key = io.env[RAW_KEY_ENV] ?? (await io.readStdin()).replace(/\r?\n$/, '');
   if (key === '') throw usageError(`hash-key needs a non-empty key on standard input or in ${RAW_KEY_ENV}.`);
-  const hash = hashKey(key, secret);
+  let found = await supportSecret(io.env, undefined, opts.schema);
+  if (found === undefined) {
+    let connection: Connection;
+    try {
+      connection = opts.connection();
+    } catch {
+      throw new CliError(
+        `${KEY_HASH_SECRET_ENV} is not set, and there is no database to read the deployment's secret from: set DATABASE_URL (and --schema) to the service's ledger, or export the secret the service uses.`,
+      );
+    }
+    found = await withDb(connection, (db) => supportSecret(io.env, db, connection.schema));
+  }
+  if (found === undefined) throw new CliError(`${noSecretHelp(opts.schema)}, then run hash-key again.`);
+  const hash = hashKey(key, found.secret);
   const tag = `${ATTR.IDEMPOTENCY_KEY_HASH}=${hash}`;
   if (opts.json) {
     io.out(JSON.stringify({ attribute: ATTR.IDEMPOTENCY_KEY_HASH, hash, jaegerTag: tag }, null, 2));
   } else {
     // The hash alone on stdout, so `$(tool-ledger hash-key ...)` works; the hint goes to stderr.
     io.out(hash);
-    io.err(`Search Jaeger by tag: ${tag}`);
+    io.err(`Hashed under ${found.source}. Search Jaeger by tag: ${tag}`);
   }
+  return EXIT.OK;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * Replaces the deployment's key-hash secret. Processes read it once, at start, so each keeps hashing under the old
+ * one until it restarts; spans, logs and forget-audit rows from before keep hashes under the old one.
+ */
+export async function rotateKeySecretCommand(
+  io: Io,
+  opts: { yes: boolean; json: boolean; connection: Connection },
+): Promise<number> {
+  const { schema } = opts.connection;
+  const table = settingsTable(schema);
+  const outcome = await withDb(opts.connection, async (db) => {
+    const [exists] = await db.query<{ exists: boolean }>(settingsTableExistsSql, [schema]);
+    if (!exists?.exists) {
+      throw new CliError(
+        `Schema "${schema}" has no ${table} table (migration 4). Check --schema, or run \`tool-ledger migrate --schema ${schema}\` first.`,
+      );
+    }
+    const [current] = await db.query<{ updated_at: Date }>(keySecretUpdatedAtSql(schema));
+    if (!opts.yes) return { previous: current?.updated_at ?? null, updatedAt: null };
+    return {
+      previous: current?.updated_at ?? null,
+      updatedAt: await rotateStoredSecret(queryable(db), schema),
+    };
+  });
+  if (configuredSecret({}, io.env) !== undefined) {
+    io.err(
+      `Note: ${KEY_HASH_SECRET_ENV} is set in this shell. Processes that set it hash under it, not under the stored secret; rotate it by deploying a new value to every process.`,
+    );
+  }
+  const restart =
+    'Processes read the secret at start: restart every process of this deployment, and until each has, its spans carry hashes under the old secret. Hashes emitted before (in Jaeger, logs and tool_runs_forgotten) no longer match hash-key.';
+  print(
+    io,
+    opts.json,
+    { schema, dryRun: !opts.yes, previousSetAt: outcome.previous, rotatedAt: outcome.updatedAt },
+    () =>
+      opts.yes
+        ? `Rotated the key-hash secret in ${table}${outcome.previous === null ? ' (there was none)' : ''}. ${restart}`
+        : `Would replace the key-hash secret in ${table} (${
+            outcome.previous === null ? 'none stored yet' : `set ${formatTime(outcome.previous)}`
+          }; dry run: nothing changed; pass --yes to rotate). ${restart}`,
+  );
   return EXIT.OK;
 }
 
@@ -493,19 +564,25 @@ export async function forgetCommand(
     ...(opts.tenant === undefined ? {} : { tenant: opts.tenant }),
     ...(opts.tool === undefined ? {} : { tool: opts.tool }),
   };
-  const form = keyForm(opts.key, io.env[KEY_HASH_SECRET_ENV]);
-  const recorded =
-    form.key !== null
-      ? { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key }
-      : form.keyHash !== null
-        ? { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash }
-        : null;
-  const outcome = await withDb(opts.connection, async (db) => {
+  const { form, recorded, outcome } = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, schema);
+    const form = keyForm(opts.key, (await supportSecret(io.env, db, schema))?.secret);
+    const recorded =
+      form.key !== null
+        ? { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key }
+        : form.keyHash !== null
+          ? { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash }
+          : null;
     const params = [opts.key, opts.tenant ?? null, opts.tool ?? null];
     if (!opts.yes) {
       const rows = await db.query<InspectRow>(runsByKeySql(schema), params);
-      return rows.map((r) => ({ runId: r.id, tenant: r.tenant_id, tool: r.tool_name, forgottenAt: null }));
+      const runs = rows.map((r) => ({
+        runId: r.id,
+        tenant: r.tenant_id,
+        tool: r.tool_name,
+        forgottenAt: null,
+      }));
+      return { form, recorded, outcome: runs };
     }
     const [audit] = await db.query<{ exists: boolean }>(forgottenTableExistsSql, [schema]);
     if (!audit?.exists) {
@@ -515,7 +592,7 @@ export async function forgetCommand(
     }
     if (recorded === null) {
       throw new CliError(
-        `This key may hold personal data, so the audit records only its HMAC: set ${KEY_HASH_SECRET_ENV} (the service's secret), then forget again.`,
+        `This key may hold personal data, so the audit records only its HMAC, and there is no secret to make it: ${noSecretHelp(schema)}, then forget again.`,
       );
     }
     const rows = await db.query<ForgottenRow>(forgetKeySql(schema), [
@@ -525,12 +602,13 @@ export async function forgetCommand(
       opts.by,
       opts.reason ?? null,
     ]);
-    return rows.map((r) => ({
+    const runs = rows.map((r) => ({
       runId: r.run_id,
       tenant: r.tenant_id,
       tool: r.tool_name,
-      forgottenAt: r.forgotten_at,
+      forgottenAt: r.forgotten_at as Date | null,
     }));
+    return { form, recorded, outcome: runs };
   });
   const runs = outcome.map((r) => ({ ...r, ...form }));
   print(

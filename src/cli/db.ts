@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Queryable } from '../contract/types.js';
 import { isValidSchemaName } from '../ledger/sql.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
 import { tableExistsSql } from './sql.js';
@@ -68,6 +69,13 @@ export async function connect(connection: Connection): Promise<Db> {
       return result.rows as R[];
     },
     close: () => client.end(),
+  };
+}
+
+/** The CLI's connection in the shape the ledger's own helpers take. */
+export function queryable(db: Db): Queryable {
+  return {
+    query: async <R>(text: string, params?: unknown[]) => ({ rows: await db.query<R>(text, params) }),
   };
 }
 

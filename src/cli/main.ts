@@ -14,6 +14,7 @@ import {
   migrateCommand,
   purgeCommand,
   RAW_KEY_ENV,
+  rotateKeySecretCommand,
   STATUSES,
   statsCommand,
 } from './commands.js';
@@ -34,8 +35,11 @@ Commands
                                               in_progress runs whose lease has lapsed (stuck)
   purge --expired [--dry-run]                 Delete rows past their TTL in batches, progress on stderr
   hash-key                                    Print the telemetry HMAC of a raw key read from stdin or
-                                              $TOOL_LEDGER_RAW_KEY (never argv: ps shows it); needs
-                                              TOOL_LEDGER_KEY_HASH_SECRET
+                                              $TOOL_LEDGER_RAW_KEY (never argv: ps shows it), under
+                                              $TOOL_LEDGER_KEY_HASH_SECRET if set, else under the
+                                              deployment's secret stored in the ledger schema
+  rotate-key-secret [--yes]                   Replace the deployment's stored key-hash secret (dry run
+                                              without --yes); restart every process afterwards
   derive-key --run-id R [--tool-call-id C] [--tool N] [--step S | --step-index I] [--instruction JSON|-]
                                               Print the key deriveKey() gives for these inputs
                                               (--instruction - reads the JSON from stdin)
@@ -56,6 +60,7 @@ Options
   --tenant T           inspect, forget, list, stats: filter
   --tool N             inspect, forget, list: filter
   --key K              inspect, forget: the idempotency key
+  --yes                forget, rotate-key-secret: do it (without it, a dry run)
   --limit N            list: at most N rows (default 100)
   --batch-size N       purge: rows per DELETE (default 1000)
   -h, --help           Show this text
@@ -64,7 +69,7 @@ Exit codes
   0 ok   1 failed (database, missing secret)   2 bad command line   3 inspect found no run
 
 Keys not typed by you (list, inspect --job, forget) are shown as telemetry shows them: raw when safe, else
-hmac:<hash> (set TOOL_LEDGER_KEY_HASH_SECRET to the service's secret).
+hmac:<hash>, under the same secret as hash-key.
 
 Examples
   DATABASE_URL=postgres://app@db:5432/app tool-ledger migrate
@@ -76,7 +81,8 @@ Examples
   tool-ledger list --status failed --tool charge_card --limit 20
   tool-ledger purge --expired --dry-run
   tool-ledger purge --expired --batch-size 5000
-  printf %s 'maria@example.com' | TOOL_LEDGER_KEY_HASH_SECRET=... tool-ledger hash-key
+  printf %s 'maria@example.com' | tool-ledger hash-key --schema billing_ledger
+  tool-ledger rotate-key-secret --yes
   tool-ledger derive-key --run-id conv_81 --tool-call-id call_1 --tool create_invoice
   tool-ledger forget --key maria@example.com --reason 'erasure request 88'          # dry run
   tool-ledger forget --key maria@example.com --yes --by ana --reason 'erasure request 88'
@@ -113,6 +119,7 @@ const COMMAND_OPTIONS = {
     'batch-size': { type: 'string' },
   },
   'hash-key': {},
+  'rotate-key-secret': { yes: { type: 'boolean', default: false } },
   'derive-key': {
     'run-id': { type: 'string' },
     'tool-call-id': { type: 'string' },
@@ -268,7 +275,7 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
           `hash-key does not take the key as an argument: every user of this machine can read argv in ps. Pipe it on standard input (printf %s "$KEY" | tool-ledger hash-key) or set ${RAW_KEY_ENV}.`,
         );
       }
-      return hashKeyCommand(io, { json });
+      return hashKeyCommand(io, { json, schema: str('schema') ?? 'tool_ledger', connection });
     }
     case 'derive-key':
       return deriveKeyCommand(io, { input: await deriveKeyInput(str, io), json });
@@ -283,6 +290,8 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         json,
         connection: connection(),
       });
+    case 'rotate-key-secret':
+      return rotateKeySecretCommand(io, { yes: flag('yes'), json, connection: connection() });
     case 'stats':
       return statsCommand(io, { tenant: str('tenant'), json, connection: connection() });
   }

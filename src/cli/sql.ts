@@ -1,4 +1,4 @@
-import { forgottenTable, runsTable } from '../ledger/sql.js';
+import { forgottenTable, KEY_HASH_SECRET_SETTING, runsTable, settingsTable } from '../ledger/sql.js';
 
 /**
  * Read-only statements of the support CLI. They live apart from the ledger's hot-path SQL because they serve
@@ -81,3 +81,11 @@ RETURNING run_id::text AS run_id, tenant_id, tool_name, forgotten_at`;
 
 /** Whether the forget audit table exists (migration 3). $1 schema. */
 export const forgottenTableExistsSql = `SELECT to_regclass(format('%I.tool_runs_forgotten', $1::text)) IS NOT NULL AS exists`;
+
+/** Whether the settings table exists (migration 4). $1 schema. */
+export const settingsTableExistsSql = `SELECT to_regclass(format('%I.tool_ledger_settings', $1::text)) IS NOT NULL AS exists`;
+
+/** When the stored key-hash secret was last set, without reading it. */
+export function keySecretUpdatedAtSql(schema: string): string {
+  return `SELECT updated_at FROM ${settingsTable(schema)} WHERE name = '${KEY_HASH_SECRET_SETTING}'`;
+}

@@ -18,6 +18,8 @@ export interface CallStart {
   readonly key: string | undefined;
   readonly user: string | undefined;
   readonly toolCallId: string | undefined;
+  /** The tool's description, as its author wrote it. */
+  readonly description?: string | undefined;
   /** The raw arguments, only for content capture; the observer must scrub them. */
   readonly input: unknown;
 }
@@ -61,6 +63,8 @@ export interface Decision {
   readonly result?: unknown;
   /** The original execution, for `replayed`, `in_progress` and `conflict`. */
   readonly original?: SpanRef | undefined;
+  /** The tool's own answer is an error (its handler threw, or a stored final failure is replayed). */
+  readonly toolError?: boolean | undefined;
 }
 
 const NOOP_SCOPE: CallScope = {

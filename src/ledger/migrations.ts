@@ -1,4 +1,4 @@
-import { forgottenTable, quoteIdent, runsTable } from './sql.js';
+import { forgottenTable, quoteIdent, runsTable, settingsTable } from './sql.js';
 
 export interface Migration {
   readonly version: number;
@@ -74,6 +74,31 @@ COMMENT ON COLUMN ${runsTable(schema)}.waiters IS 'tool-ledger: a duplicate wait
 );
 COMMENT ON TABLE ${t} IS 'tool-ledger: runs deleted by tool-ledger forget, with who, when and why'`;
     },
+  },
+  {
+    version: 4,
+    name: 'tool_ledger_settings',
+    // The key-hash secret lives here so every process and the CLI hash keys alike (docs/telemetry.md, "Keys").
+    // The row is made at a ledger's first start, not here: the script must stay printable for a DBA. No grant to
+    // PUBLIC, so a role that may read only the explorer's view never reads the secret.
+    up: (schema) => {
+      const t = settingsTable(schema);
+      return `CREATE TABLE ${t} (
+  name text PRIMARY KEY,
+  value text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON TABLE ${t} FROM PUBLIC;
+COMMENT ON TABLE ${t} IS 'tool-ledger: per-deployment settings, such as the secret telemetry hashes keys under'`;
+    },
+  },
+  {
+    version: 5,
+    name: 'tool_runs_hot_completion',
+    // With the partial in-progress index gone, a completion (the TTL counts from the claim, see completeSql) and a
+    // lease renewal change no indexed column, so Postgres updates the row on its page (HOT) instead of adding an
+    // entry to every index. Nothing read that index: a takeover finds its row by key, purging goes by `expires_at`.
+    up: (schema) => `DROP INDEX IF EXISTS ${quoteIdent(schema)}.tool_runs_in_progress_idx`,
   },
 ];
 

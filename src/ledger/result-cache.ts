@@ -3,7 +3,7 @@ import type { ClaimRow, RunRow } from './run-row.js';
 /**
  * Completed runs this process has seen, so a replay from the same process skips the database. A completed row is
  * immutable until it expires (only an expired row is taken over or purged), so an entry is good until the row's
- * expiry by the database clock: the deadline is `expires_at - db_now` counted from when the statement was sent,
+ * expiry by the database clock: the deadline is the row's `expires_in_ms` counted from when the statement was sent,
  * which errs early by the round trip. A hit is a replay only for the same user and parameters; anything else goes
  * to the database, which judges conflicts and counts them. Bounded by entries and bytes, least recently used out.
  *
@@ -23,8 +23,6 @@ interface Entry {
   readonly errorText: string | null;
   /** `performance.now()` past which the row may have expired. */
   readonly deadline: number;
-  /** The database clock minus `performance.now()`, to give a hit a plausible `db_now`. */
-  readonly dbOffset: number;
   readonly bytes: number;
 }
 
@@ -61,16 +59,17 @@ export class ResultCache {
   }
 
   /**
-   * Remembers a completed row written (`resultText` given) or read by a statement sent at `sentAt`
-   * (`performance.now()`). A row this process completed evicts the least recently used; a row it only read takes
-   * free room only, so a sweep over more keys than fit (a batch replayed in order) cannot flush the whole cache.
+   * Remembers the completed row of `key` (see `cacheKey`) written (`resultText` given) or read by a statement sent
+   * at `sentAt` (`performance.now()`). A row this process completed evicts the least recently used; a row it only
+   * read takes free room only, so a sweep over more keys than fit (a batch replayed in order) cannot flush the
+   * whole cache.
    */
-  remember(row: RunRow, sentAt: number, resultText?: string | null): void {
+  remember(key: string, row: RunRow, sentAt: number, resultText?: string | null): void {
     if (this.#limits.maxEntries <= 0) return;
     if (resultText === undefined && this.#entries.size >= this.#limits.maxEntries) return;
     const completed = row.status === 'succeeded' || (row.status === 'failed' && row.final);
     if (!completed) return;
-    const remainingMs = row.expires_at.getTime() - row.db_now.getTime();
+    const remainingMs = row.expires_in_ms;
     if (!(remainingMs > 0)) return;
     const text =
       resultText !== undefined
@@ -79,7 +78,6 @@ export class ResultCache {
           ? null
           : JSON.stringify(row.result_json);
     const errorText = row.error_json == null ? null : JSON.stringify(row.error_json);
-    const key = cacheKey(row.tenant_id, row.tool_name, row.idempotency_key);
     const bytes = ENTRY_OVERHEAD_BYTES + 2 * (key.length + (text?.length ?? 0) + (errorText?.length ?? 0));
     if (bytes > this.#limits.maxBytes) return;
     this.forget(key);
@@ -88,7 +86,6 @@ export class ResultCache {
       resultText: text,
       errorText,
       deadline: sentAt + remainingMs,
-      dbOffset: row.db_now.getTime() - sentAt,
       bytes,
     });
     this.#bytes += bytes;
@@ -126,7 +123,7 @@ export class ResultCache {
       ...entry.row,
       result_json: entry.resultText === null ? null : JSON.parse(entry.resultText),
       error_json: entry.errorText === null ? null : JSON.parse(entry.errorText),
-      db_now: new Date(now + entry.dbOffset),
+      expires_in_ms: entry.deadline - now,
       claim: 'existing',
       lease_live: false,
       takeover_due: false,

@@ -2,33 +2,31 @@ import type { StoredError } from '../contract/types.js';
 
 export type RunStatus = 'in_progress' | 'succeeded' | 'failed';
 
-/** A `tool_runs` row as the ledger reads it. Internal. */
+/**
+ * What the ledger's statements read of a `tool_runs` row. Internal. Only what a call acts on: the key's columns are
+ * the caller's own, and times come as milliseconds from the database clock's `now()`, so lease and expiry
+ * arithmetic never mixes clocks and the driver parses no timestamp it does not need.
+ */
 export interface RunRow {
   readonly id: string;
-  readonly tenant_id: string;
-  readonly tool_name: string;
-  readonly idempotency_key: string;
   readonly user_id: string | null;
   readonly parameter_hash: string;
   readonly status: RunStatus;
   readonly final: boolean;
   readonly attempt: number;
   readonly lease_owner: string | null;
-  readonly lease_expires_at: Date | null;
+  /** Until the lease lapses (negative once it has); null without a lease. */
+  readonly lease_remaining_ms: number | null;
   readonly result_json: unknown;
   readonly error_json: StoredError | null;
   readonly job_id: string | null;
   readonly trace_id: string | null;
   readonly span_id: string | null;
-  readonly conflict_count: number;
-  readonly created_at: Date;
-  readonly started_at: Date;
   readonly completed_at: Date | null;
-  readonly expires_at: Date;
+  /** Until the row expires (negative once it has). */
+  readonly expires_in_ms: number;
   /** Whether the lease still held when the row was read, as SQL decides it. */
   readonly lease_live: boolean;
-  /** The database clock when the row was read: lease arithmetic never mixes clocks. */
-  readonly db_now: Date;
 }
 
 export type ClaimKind = 'inserted' | 'taken' | 'existing';
@@ -46,5 +44,5 @@ export interface ClaimRow extends RunRow {
 
 /** Milliseconds until the lease lapses by the database clock; for how long to wait, never for a rule. */
 export function leaseRemainingMs(row: RunRow): number {
-  return row.lease_expires_at ? row.lease_expires_at.getTime() - row.db_now.getTime() : 0;
+  return row.lease_remaining_ms ?? 0;
 }

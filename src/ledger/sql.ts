@@ -22,10 +22,30 @@ export function forgottenTable(schema: string): string {
   return `${quoteIdent(schema)}.tool_runs_forgotten`;
 }
 
-/** Columns every read returns, in the shape `RunRow` expects. */
-const RUN_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, final,
-  attempt, lease_owner, lease_expires_at, result_json, error_json, job_id, trace_id, span_id, conflict_count,
-  created_at, started_at, completed_at, expires_at`;
+/** Per-deployment settings (migration 4): today only the key-hash secret telemetry and the CLI share. */
+export function settingsTable(schema: string): string {
+  return `${quoteIdent(schema)}.tool_ledger_settings`;
+}
+
+/** The name of the key-hash secret's row in the settings table. */
+export const KEY_HASH_SECRET_SETTING = 'key_hash_secret';
+
+/** One setting's value. $1 name. */
+export function readSettingSql(schema: string): string {
+  return `SELECT value FROM ${settingsTable(schema)} WHERE name = $1::text`;
+}
+
+/** Stores a setting unless one is there: concurrent first starts all keep the first value. $1 name, $2 value. */
+export function insertSettingSql(schema: string): string {
+  return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text) ON CONFLICT (name) DO NOTHING`;
+}
+
+/** Replaces a setting (or stores it). $1 name, $2 value. */
+export function replaceSettingSql(schema: string): string {
+  return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = now()
+RETURNING updated_at`;
+}
 
 /** A run whose lease still holds: its owner is (presumably) working on it. */
 export const leaseLive = (alias: string) =>
@@ -44,8 +64,19 @@ const TAKEOVER = (alias: string) => `(${expired(alias)}
       OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND $12::boolean)
     )))`;
 
-/** The flags every read returns with its row, so TypeScript never re-derives the SQL's rules. */
-const RUN_FLAGS = (alias: string) => `${leaseLive(alias)} AS lease_live, now() AS db_now`;
+/** Milliseconds from the database's `now()` to a timestamp: a float8 the driver reads as a number. */
+const msUntil = (column: string) => `date_part('epoch', ${column} - now()) * 1000`;
+
+/**
+ * What every read returns of a row, in the shape `RunRow` expects, with the lease flag SQL decides so TypeScript
+ * never re-derives the rules. Kept short: every column costs the driver a field to describe and parse per call.
+ */
+const RUN_COLUMNS = (
+  a: string,
+) => `${a}.id::text AS id, ${a}.user_id, ${a}.parameter_hash, ${a}.status, ${a}.final,
+  ${a}.attempt, ${a}.lease_owner, ${msUntil(`${a}.lease_expires_at`)} AS lease_remaining_ms, ${a}.result_json,
+  ${a}.error_json, ${a}.job_id, ${a}.trace_id, ${a}.span_id, ${a}.completed_at,
+  ${msUntil(`${a}.expires_at`)} AS expires_in_ms, ${leaseLive(a)} AS lease_live`;
 
 /**
  * The claim: one atomic statement that inserts a fresh run, or takes over an expired row, a retryable failure or
@@ -97,12 +128,11 @@ export function claimSql(schema: string): string {
     AND r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text
   RETURNING r.id
 )
-SELECT 'inserted' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('inserted')}, false AS takeover_due, false AS waiting
-FROM inserted
+SELECT 'inserted' AS claim, ${RUN_COLUMNS('inserted')}, false AS takeover_due, false AS waiting FROM inserted
 UNION ALL
-SELECT 'taken' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('taken')}, false AS takeover_due, false AS waiting FROM taken
+SELECT 'taken' AS claim, ${RUN_COLUMNS('taken')}, false AS takeover_due, false AS waiting FROM taken
 UNION ALL
-SELECT 'existing' AS claim, ${RUN_COLUMNS}, ${RUN_FLAGS('existing')}, ${TAKEOVER('existing')} AS takeover_due,
+SELECT 'existing' AS claim, ${RUN_COLUMNS('existing')}, ${TAKEOVER('existing')} AS takeover_due,
   EXISTS (SELECT 1 FROM registered) AS waiting
 FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 }
@@ -111,17 +141,20 @@ FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
  * the waiters, if any registered (see the claim). $1 id, $2 attempt, $3 lease owner, $4 status, $5 final,
  * $6 result json, $7 error json, $8 ttl seconds, $9 notify channel.
+ *
+ * The TTL counts from the claim, which already set `expires_at`: keeping it leaves every indexed column as it
+ * was, so the update is HOT (migration 5). Only a handler that outlasted its TTL moves the expiry, to `ttlSeconds`
+ * after the completion, so no result is born expired.
  */
 export function completeSql(schema: string): string {
   return `WITH done AS (
   UPDATE ${runsTable(schema)} SET status = $4::text, final = $5::boolean, result_json = $6::json,
     error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
-    expires_at = now() + make_interval(secs => $8::float8)
+    expires_at = CASE WHEN expires_at > now() THEN expires_at ELSE now() + make_interval(secs => $8::float8) END
   WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
   RETURNING id, completed_at, expires_at, waiters
 )
-SELECT id::text AS id, completed_at, expires_at, now() AS db_now, waiters AS notified,
-  CASE WHEN waiters THEN pg_notify($9::text, id::text) END
+SELECT completed_at, ${msUntil('expires_at')} AS expires_in_ms, CASE WHEN waiters THEN pg_notify($9::text, id::text) END AS notify
 FROM done`;
 }
 
@@ -139,7 +172,7 @@ export function recordConflictSql(schema: string): string {
 
 /** A job by id, within its tenant and tool. $1 tenant, $2 tool, $3 job id. */
 export function findJobSql(schema: string): string {
-  return `SELECT ${RUN_COLUMNS}, ${RUN_FLAGS('r')} FROM ${runsTable(schema)} r
+  return `SELECT ${RUN_COLUMNS('r')} FROM ${runsTable(schema)} r
 WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 }
 

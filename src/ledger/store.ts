@@ -4,7 +4,7 @@ import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
 import type { Driver } from './driver.js';
 import { ledgerUnavailable } from './errors.js';
-import { ResultCache, type ResultCacheLimits } from './result-cache.js';
+import { cacheKey, ResultCache, type ResultCacheLimits } from './result-cache.js';
 import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
 import {
   claimSql,
@@ -72,8 +72,8 @@ export class LedgerStore {
   readonly #sql: ReturnType<typeof statements>;
   readonly channel: string;
   readonly #cache: ResultCache;
-  /** Claims this process won and has not completed yet, so a completion can fill the replay cache. */
-  readonly #won = new Map<string, ClaimRow>();
+  /** Claims this process won and has not completed yet (by run id), so a completion can fill the replay cache. */
+  readonly #won = new Map<string, { readonly key: string; readonly row: ClaimRow }>();
 
   constructor(driver: Driver, schema: string, cache: ResultCacheLimits = { maxEntries: 0, maxBytes: 0 }) {
     this.#driver = driver;
@@ -145,9 +145,13 @@ export class LedgerStore {
       timer,
     );
     const row = rows[0] ? asRow<ClaimRow>(rows[0]) : undefined;
-    if (row?.claim === 'existing') this.#cache.remember(row, sentAt);
-    else if (row && this.#cache.enabled) {
-      this.#won.set(row.id, row);
+    if (row && this.#cache.enabled) {
+      const key = cacheKey(request.tenant, request.tool, request.key);
+      if (row.claim === 'existing') {
+        this.#cache.remember(key, row, sentAt);
+        return row;
+      }
+      this.#won.set(row.id, { key, row });
       // Bounded like the cache: a claim whose completion never comes (a crash of its handler's save) ages out.
       if (this.#won.size > this.#cache.maxEntries) this.#won.delete(this.#won.keys().next().value!);
     }
@@ -163,7 +167,7 @@ export class LedgerStore {
     const sentAt = performance.now();
     const won = this.#won.get(completion.id);
     this.#won.delete(completion.id);
-    const rows = await this.#run<{ completed_at: Date; expires_at: Date; db_now: Date }>(
+    const rows = await this.#run<{ completed_at: Date; expires_in_ms: number }>(
       client ?? this.#driver,
       this.#sql.complete,
       [
@@ -183,20 +187,20 @@ export class LedgerStore {
     );
     const done = rows[0];
     // Inside a transaction the row is not committed yet, and may never be: only an autocommit completion is cached.
-    if (done && won && won.attempt === completion.attempt && client === undefined) {
+    if (done && won && won.row.attempt === completion.attempt && client === undefined) {
       this.#cache.remember(
+        won.key,
         {
-          ...won,
+          ...won.row,
           status: completion.status,
           final: completion.final,
           lease_owner: null,
-          lease_expires_at: null,
+          lease_remaining_ms: null,
           lease_live: false,
           result_json: null,
           error_json: completion.error,
           completed_at: done.completed_at,
-          expires_at: done.expires_at,
-          db_now: done.db_now,
+          expires_in_ms: done.expires_in_ms,
         },
         sentAt,
         completion.resultJson,
@@ -262,5 +266,8 @@ export class LedgerStore {
  * unique, also across restarts that reuse a pid.
  */
 export function newLeaseOwner(): string {
-  return `${hostname()}:${process.pid}:${randomUUID()}`;
+  return `${WORKER}:${randomUUID()}`;
 }
+
+// Read once: `hostname()` is a system call, and a claim takes a fresh token every call.
+const WORKER = `${hostname()}:${process.pid}`;

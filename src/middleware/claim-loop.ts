@@ -100,7 +100,10 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
     reclaimed: async ({ row }, call) =>
       (await reclaim(row, call)) ? won({ kind: 'won', row }, call) : 'race',
     replay: ({ row }, call) => answer('replayed', row.result_json, row, call),
-    final_failure: ({ row }) => ({ outcome: 'replayed', error: replayedFailure(row.error_json!) }),
+    final_failure: ({ row }, call) => {
+      call.facts.toolError = true;
+      return { outcome: 'replayed', error: replayedFailure(row.error_json!) };
+    },
     running: async ({ row }, call) => {
       if (await call.waiter.waitFor(row)) return 'wait';
       call.facts.waitedMs = call.waiter.elapsedMs();

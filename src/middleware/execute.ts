@@ -178,6 +178,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
           }
           // The driver replaces the handler's error when the connection died under it: not the handler's failure.
           if (handlerFailed && error === handlerError) {
+            facts.toolError = true;
             await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
           } else if (!(error instanceof ToolLedgerError && error.code === 'LEASE_LOST')) {
             await recordFailure(error, false);
@@ -190,6 +191,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       try {
         value = await runHandler(undefined);
       } catch (error) {
+        facts.toolError = true;
         await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
         throw error;
       }

@@ -7,4 +7,9 @@ export interface CallFacts {
   executionSeconds?: number;
   jobId?: string;
   original?: SpanRef;
+  /**
+   * The tool's own answer is an error: its handler threw in this call, or the call replays a stored final failure.
+   * Not set when the ledger, not the tool, failed.
+   */
+  toolError?: boolean;
 }

@@ -30,6 +30,9 @@ export async function runRead(
       renewLease: async () => {},
     });
     return { outcome: 'executed', value, paramsHash: undefined, completedAt: new Date(), row: undefined };
+  } catch (error) {
+    facts.toolError = true;
+    throw error;
   } finally {
     facts.executionSeconds = (performance.now() - started) / 1000;
     scope.handlerFinished();

@@ -192,6 +192,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       key: typeof ctx.key === 'string' ? ctx.key : undefined,
       user: typeof ctx.user === 'string' ? ctx.user : undefined,
       toolCallId: typeof ctx.toolCallId === 'string' ? ctx.toolCallId : undefined,
+      description: tool.description,
       input,
     });
     const facts: CallFacts = {};

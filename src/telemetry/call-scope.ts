@@ -20,6 +20,7 @@ import type { ObserverConfig } from './observer-config.js';
 import { safeExecute } from './safe.js';
 import {
   ATTR,
+  ERROR_TYPE_TOOL_ERROR,
   LEDGER_OPERATIONS,
   LINK_TYPE_ORIGINAL_EXECUTION,
   LOG_EVENT_NAME,
@@ -53,6 +54,11 @@ function isValidRef(ref: SpanRef | undefined): ref is SpanRef {
   );
 }
 
+/** `tool_error` when the tool's own answer is an error, else the ledger error's code or class; none on success. */
+function errorType(decision: Decision, error: ErrorInfo | undefined): string | undefined {
+  return decision.toolError === true ? ERROR_TYPE_TOOL_ERROR : error?.type;
+}
+
 /**
  * One tool call's telemetry: its span from `startCall` to `end`, then one log record and the metrics of the
  * decision. Every step runs in `safeExecute`, so no telemetry fault reaches the call.
@@ -82,8 +88,12 @@ export class OtelCallScope implements CallScope {
       // Content goes on the span only, never on the log record, so it needs its own copy; otherwise the SDK's own
       // copy at span start is enough.
       let attributes = this.#attributes;
-      if (config.captureContent) {
+      const description = config.toolDescription(start.description);
+      if (config.captureContent || description !== undefined) {
         attributes = { ...attributes };
+        put(attributes, ATTR.GEN_AI_TOOL_DESCRIPTION, description);
+      }
+      if (config.captureContent) {
         put(
           attributes,
           ATTR.GEN_AI_TOOL_CALL_ARGUMENTS,
@@ -204,10 +214,8 @@ export class OtelCallScope implements CallScope {
     put(a, ATTR.CONFLICT_REASON, decision.conflictReason);
     put(a, ATTR.REJECTED_REASON, decision.rejectedReason);
     put(a, ATTR.JOB_ID, decision.jobId);
-    if (error) {
-      put(a, ATTR.ERROR_TYPE, error.type);
-      put(a, ATTR.ERROR_CODE, error.code);
-    }
+    if (error) put(a, ATTR.ERROR_CODE, error.code);
+    put(a, ATTR.ERROR_TYPE, errorType(decision, error));
     Object.assign(this.#attributes, a);
   }
 
@@ -287,7 +295,7 @@ export class OtelCallScope implements CallScope {
     const ranHandler = KNOWN_OUTCOMES.has(decision.outcome) && OUTCOME_INFO[decision.outcome].ranHandler;
     if (ranHandler && Number.isFinite(decision.executionSeconds) && (decision.executionSeconds ?? -1) >= 0) {
       const withError: Attributes = { ...attributes };
-      if (error) put(withError, ATTR.ERROR_TYPE, error.type);
+      put(withError, ATTR.ERROR_TYPE, errorType(decision, error));
       instruments.executeDuration.record(decision.executionSeconds as number, withError);
     }
     const waitedMs = decision.waitedMs;

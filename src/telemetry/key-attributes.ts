@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { Attributes } from '@opentelemetry/api';
 import { hashKey } from './key-hash.js';
 import { isAcceptableKey, isRawSafeKey } from './key-policy.js';
+import { type DeploymentSecret, newSecret } from './key-secret.js';
 import type { Redactor, TelemetryOptions } from './options.js';
 import { safeExecute, warnOnce } from './safe.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from './vocabulary.js';
@@ -9,16 +9,24 @@ import { ATTR, KEY_HASH_SECRET_ENV } from './vocabulary.js';
 export type KeyMode = NonNullable<TelemetryOptions['keyMode']>;
 
 /**
- * The secret keys and parameter hashes are HMAC'd under: the configured one, or else one made for this process,
- * so every span still carries its key in one form. A process-made secret cannot be reproduced by support tools,
- * hence the warning.
+ * The secret keys and parameter hashes are HMAC'd under: the configured one, else the deployment's (read from the
+ * ledger's schema at start), else one made for this process, so every span still carries its key in one form.
+ * Only that last one cannot be reproduced by support tools, hence the warning, which says why there is no
+ * deployment secret when a ledger tried to read one.
  */
-export function resolveSecret(configured: string | undefined): string {
+export function resolveSecret(
+  configured: string | undefined,
+  deployment: DeploymentSecret | undefined = undefined,
+): string {
   if (configured !== undefined && configured.length > 0) return configured;
+  if (deployment?.secret !== undefined) return deployment.secret;
+  const why =
+    deployment?.missing ??
+    "there is no ledger to hold the deployment's secret (telemetry used without createLedger)";
   warnOnce(
-    `no ${KEY_HASH_SECRET_ENV} (or telemetry.keyHashSecret) is set: keys that are not safe to show are hashed under a secret made for this process, which support tools cannot reproduce; set the same secret in every process and in the CLI`,
+    `no ${KEY_HASH_SECRET_ENV} (or telemetry.keyHashSecret) is set and ${why}. Until then, keys that are not safe to show are hashed under a secret made for this process, which support tools cannot reproduce; or set the same secret in every process and in the CLI`,
   );
-  return randomBytes(32).toString('hex');
+  return newSecret();
 }
 
 /**
@@ -56,7 +64,8 @@ export function cachedKeyAttributes(
 ): (key: string | undefined) => Readonly<Attributes> {
   const cache = new Map<string, Attributes>();
   return (key) => {
-    if (typeof key !== 'string') return {};
+    // Before the lookup: a refused 1 MB key would cost a hash of all of it, and then be kept in the cache.
+    if (typeof key !== 'string' || !isAcceptableKey(key)) return {};
     const hit = cache.get(key);
     if (hit !== undefined) return hit;
     const attributes = keyAttributes(key, mode, secret, redactor);

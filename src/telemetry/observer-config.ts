@@ -15,6 +15,8 @@ export interface ObserverConfig {
   /** The tool call id, checked like a key (length, characters) and then scrubbed; undefined when refused. */
   toolCallId(id: unknown): string | undefined;
   readonly metricTenants: ReadonlySet<string>;
+  /** The tool's description as it may appear on spans (scrubbed, computed once per tool), or undefined. */
+  toolDescription(description: unknown): string | undefined;
   /** The tenant as it may appear on spans and logs (scrubbed), or undefined. */
   tenantLabel(tenant: unknown): string | undefined;
   /** The scrubbed body of a decision log record, or undefined when scrubbing failed. */

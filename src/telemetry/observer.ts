@@ -3,13 +3,14 @@ import { OtelCallScope } from './call-scope.js';
 import { cachedKeyAttributes, resolveSecret } from './key-attributes.js';
 import { hashKey } from './key-hash.js';
 import { isAcceptableKey } from './key-policy.js';
+import { configuredSecret, type DeploymentSecret } from './key-secret.js';
 import type { ObserverConfig } from './observer-config.js';
 import type { TelemetryOptions } from './options.js';
 import { createSignals } from './providers.js';
 import { createRedactor } from './redact/default-redactor.js';
 import { safeExecute } from './safe.js';
 import { validateTelemetryOptions } from './validate-options.js';
-import { ATTR, KEY_HASH_SECRET_ENV, SPAN_NAME_PREFIX } from './vocabulary.js';
+import { ATTR, SPAN_NAME_PREFIX } from './vocabulary.js';
 
 const DEFAULT_MAX_CONTENT_LENGTH = 4096;
 const CACHE_LIMIT = 1000;
@@ -36,15 +37,17 @@ function scrubCache(scrub: (text: string) => string): (text: string) => string |
  * The OpenTelemetry observer: one `execute_tool {tool}` span, one `tool_ledger.decision` log record and the
  * tool-ledger metrics per call, scrubbed. Uses only @opentelemetry/api (and api-logs when installed); with no SDK
  * registered everything is a cheap no-op, and an SDK registered later is picked up on the next call.
+ * `deployment` is the key-hash secret a ledger read from its schema (or why it has none); a configured one wins.
  */
-export function createOtelObserver(options: TelemetryOptions): CallObserver {
+export function createOtelObserver(options: TelemetryOptions, deployment?: DeploymentSecret): CallObserver {
   validateTelemetryOptions(options);
   const redactor = options.redactor ?? createRedactor();
   const maxContentLength = options.maxContentLength ?? DEFAULT_MAX_CONTENT_LENGTH;
-  const secret = resolveSecret(options.keyHashSecret ?? readSecretFromEnv());
+  const secret = resolveSecret(configuredSecret(options), deployment);
   const scrubTenant = scrubCache((tenant) => redactor.redactText(tenant));
   const scrubBody = scrubCache((text) => redactor.redactText(text));
   const scrubId = scrubCache((text) => redactor.redactText(text));
+  const scrubDescription = scrubCache((text) => redactor.redactText(text));
   const config: ObserverConfig = {
     signals: createSignals(options),
     redactor,
@@ -59,6 +62,9 @@ export function createOtelObserver(options: TelemetryOptions): CallObserver {
       typeof tenant === 'string' && tenant.length <= 1024 && !tenant.includes('\u0000')
         ? scrubTenant(tenant)
         : undefined,
+    // Written by the tool's author, not the caller, and constant per tool: one scrub per tool, then a lookup.
+    toolDescription: (description) =>
+      typeof description === 'string' && description.length > 0 ? scrubDescription(description) : undefined,
     toolCallId: (id) => (typeof id === 'string' && isAcceptableKey(id) ? scrubId(id) : undefined),
     logBody: (tool, outcome, message) => {
       const head = scrubBody(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
@@ -73,9 +79,4 @@ export function createOtelObserver(options: TelemetryOptions): CallObserver {
         config.signals.instruments().unsavedResults.add(delta, { [ATTR.GEN_AI_TOOL_NAME]: tool });
       }),
   };
-}
-
-function readSecretFromEnv(): string | undefined {
-  const value = typeof process === 'undefined' ? undefined : process.env[KEY_HASH_SECRET_ENV];
-  return value === undefined || value.length === 0 ? undefined : value;
 }

@@ -19,6 +19,7 @@ export const ATTR = {
   GEN_AI_TOOL_CALL_ID: 'gen_ai.tool.call.id',
   GEN_AI_TOOL_CALL_ARGUMENTS: 'gen_ai.tool.call.arguments',
   GEN_AI_TOOL_CALL_RESULT: 'gen_ai.tool.call.result',
+  GEN_AI_TOOL_DESCRIPTION: 'gen_ai.tool.description',
   // Stable general conventions
   ERROR_TYPE: 'error.type',
   // tool-ledger's own
@@ -107,6 +108,13 @@ export const UNIT = {
 
 /** `error.type` for errors that carry no stable code or safe class name (the general convention's fallback). */
 export const ERROR_TYPE_OTHER = '_OTHER' as const;
+
+/**
+ * `error.type` when the tool's own answer is an error (its handler threw, or a stored final failure is replayed),
+ * as the GenAI and MCP conventions name it; the error's code or class stays on `tool_ledger.error.code` and the
+ * exception event's `exception.type`.
+ */
+export const ERROR_TYPE_TOOL_ERROR = 'tool_error' as const;
 
 /** Histogram bucket advice in seconds: tool calls range from sub-millisecond replays to minutes-long jobs. */
 export const DURATION_BUCKETS_SECONDS = [

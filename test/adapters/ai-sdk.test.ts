@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { createLedger, deriveKey, type Ledger, type LedgerTool, ToolFailure } from '../../src/index.js';
 import { ledgerAiTool } from '../../src/integrations/ai-sdk/index.js';
+import { ATTR } from '../../src/telemetry/vocabulary.js';
+import { TelemetryHarness } from '../support/telemetry-harness.js';
 
 type LanguageModelV3GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
 type LanguageModelV3CallOptions = Parameters<MockLanguageModelV3['doGenerate']>[0];
@@ -208,5 +210,54 @@ describe('ledgerAiTool through generateText and the SDK mock model', () => {
     const error = result.steps[0]!.content.find((part) => part.type === 'tool-error');
     expect((error as { error: { code: string } }).error.code).toBe('KEY_REQUIRED');
     expect(deliveries.length).toBe(before);
+  });
+});
+
+describe('ledgerAiTool with telemetry on and no key-hash secret configured', () => {
+  it('puts the deriveKey key raw on the span and the log record, so support finds the call by it', async () => {
+    // Prepare: no secret in the environment or the options; a real SDK with in-memory exporters
+    const saved = process.env.TOOL_LEDGER_KEY_HASH_SECRET;
+    delete process.env.TOOL_LEDGER_KEY_HASH_SECRET;
+    const harness = new TelemetryHarness();
+    const observed = await createLedger({ pglite: 'memory://', telemetry: harness.providers() });
+    try {
+      const refund = observed.tool({
+        name: 'refund_order',
+        kind: 'mutation',
+        input: z.object({ order: z.string() }),
+        handler: async (input) => ({ refunded: input.order }),
+      });
+      const { model } = scripted(
+        toolCalls({ id: 'call_7', name: 'refund_order', input: { order: 'ORD-20261201-000123' } }),
+        done,
+      );
+
+      // Act
+      await generateText({
+        model,
+        prompt: 'refund it',
+        tools: { refund_order: ledgerAiTool(refund, { conversationId: 'conv-77', tenant: 'acme' }) },
+        stopWhen: stepCountIs(3),
+      });
+
+      // Assess
+      const key = deriveKey({ runId: 'conv-77', toolCallId: 'call_7', tool: 'refund_order' });
+      const spans = harness.finishedSpans().filter((span) => span.name === 'execute_tool refund_order');
+      expect(spans).toHaveLength(1);
+      expect(spans[0]!.attributes).toMatchObject({
+        [ATTR.IDEMPOTENCY_KEY]: key,
+        [ATTR.GEN_AI_TOOL_CALL_ID]: 'call_7',
+        [ATTR.OUTCOME]: 'executed',
+      });
+      expect(spans[0]!.attributes).not.toHaveProperty(ATTR.IDEMPOTENCY_KEY_HASH);
+      const records = harness.logRecords();
+      expect(records).toHaveLength(1);
+      expect(records[0]!.attributes).toMatchObject({ [ATTR.IDEMPOTENCY_KEY]: key, [ATTR.TENANT_ID]: 'acme' });
+      expect(records[0]!.attributes).not.toHaveProperty(ATTR.IDEMPOTENCY_KEY_HASH);
+    } finally {
+      await observed.close();
+      await harness.shutdown();
+      if (saved !== undefined) process.env.TOOL_LEDGER_KEY_HASH_SECRET = saved;
+    }
   });
 });

@@ -224,19 +224,46 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
   });
 
   it('treats rows past their TTL as absent, and purges them in batches', async () => {
-    const ledger = await backend.open({ ttlSeconds: 0.3 });
+    const ledger = await backend.open({ ttlSeconds: 1 });
     let calls = 0;
     const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => ++calls });
-    for (const key of ['a', 'b', 'c']) await tool.call({}, { key });
+    // The TTL counts from the claim: replay right after the call, well within it even on a loaded machine.
+    await tool.call({}, { key: 'a' });
     expect((await tool.invoke({}, { key: 'a' })).outcome).toBe('replayed');
-    await sleep(400);
+    for (const key of ['b', 'c']) await tool.call({}, { key });
+    await sleep(1100);
     const after = await tool.invoke({}, { key: 'a' });
     expect(after).toMatchObject({ outcome: 'executed', attempt: 1 });
     expect(calls).toBe(4);
-    await sleep(400);
+    await sleep(1100);
     const progress: number[] = [];
     expect(await ledger.purgeExpired({ batchSize: 2, onProgress: (n) => progress.push(n) })).toBe(3);
     expect(progress).toEqual([2, 3]);
+  });
+
+  it('counts the TTL from the claim, and keeps a result that outlasted it ttlSeconds after its completion', async () => {
+    const ledger = await backend.open({ ttlSeconds: 1 });
+    const tool = ledger.tool({
+      name: 'slow',
+      kind: 'mutation',
+      input: z.object({ ms: z.number() }),
+      handler: async ({ ms }) => {
+        await sleep(ms);
+        return ms;
+      },
+    });
+    await tool.call({ ms: 0 }, { key: 'fast' });
+    await tool.call({ ms: 1200 }, { key: 'slow' });
+    // The slow run's claim is past its TTL, yet its result is fresh: a retry right away replays it.
+    expect((await tool.invoke({ ms: 1200 }, { key: 'slow' })).outcome).toBe('replayed');
+    const rows = await backend.sql<{ idempotency_key: string; from_claim: number; from_completion: number }>(
+      `SELECT idempotency_key, extract(epoch FROM expires_at - started_at)::float8 AS from_claim,
+         extract(epoch FROM expires_at - completed_at)::float8 AS from_completion
+       FROM "${ledger.schema}".tool_runs ORDER BY idempotency_key`,
+    );
+    expect(rows.map((r) => r.idempotency_key)).toEqual(['fast', 'slow']);
+    expect(rows[0]?.from_claim).toBeCloseTo(1, 6);
+    expect(rows[1]?.from_completion).toBeCloseTo(1, 6);
   });
 
   it('returns the same job on retry and its final status once done', async () => {

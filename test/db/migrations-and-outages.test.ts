@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parameterHash } from '../../src/contract/fingerprint.js';
 import {
   createLedger,
   type LedgerOptions,
@@ -56,6 +57,58 @@ describe('migrations', () => {
     await ledger.close();
     const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".tool_ledger_migrations`);
     expect(rows).toEqual([{ n: MIGRATIONS.length }]);
+  });
+});
+
+describe('a schema of an earlier version', () => {
+  it('migrates with its rows: a run in flight completes, a completed one replays, the in-progress index goes', async () => {
+    const schema = fresh();
+    const t = `"${schema}".tool_runs`;
+    await admin.query(`CREATE SCHEMA "${schema}"`);
+    await admin.query(
+      `CREATE TABLE "${schema}".tool_ledger_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) {
+      for (const statement of migration.up(schema).split(/;\n/)) await admin.query(statement);
+      await admin.query(`INSERT INTO "${schema}".tool_ledger_migrations VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    const hash = (amount: number) => parameterHash({ amount }, []);
+    await admin.query(
+      `INSERT INTO ${t} (tenant_id, tool_name, idempotency_key, parameter_hash, status, lease_owner, lease_expires_at,
+         result_json, completed_at, expires_at)
+       VALUES ('default', 'x', 'done', $1, 'succeeded', NULL, NULL, '"old result"', now(), now() + interval '1 day'),
+              ('default', 'x', 'stalled', $2, 'in_progress', 'gone:1', now() - interval '1 second', NULL, NULL,
+               now() + interval '1 day')`,
+      [hash(1), hash(2)],
+    );
+    const ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    const { rows: versions } = await admin.query(
+      `SELECT version FROM "${schema}".tool_ledger_migrations ORDER BY 1`,
+    );
+    expect(versions).toEqual(MIGRATIONS.map(({ version }) => ({ version })));
+    const { rows: indexes } = await admin.query(
+      `SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY 1`,
+      [schema],
+    );
+    expect(indexes.map((r) => r.indexname)).not.toContain('tool_runs_in_progress_idx');
+    let runs = 0;
+    const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => `new ${++runs}` });
+    expect(await tool.invoke({ amount: 1 }, { key: 'done' })).toMatchObject({
+      outcome: 'replayed',
+      value: 'old result',
+    });
+    expect(await tool.invoke({ amount: 2 }, { key: 'stalled' })).toMatchObject({
+      outcome: 'executed',
+      attempt: 2,
+    });
+    expect(await tool.invoke({ amount: 3 }, { key: 'fresh' })).toMatchObject({
+      outcome: 'executed',
+      attempt: 1,
+    });
+    await ledger.close();
   });
 });
 

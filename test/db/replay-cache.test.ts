@@ -39,10 +39,10 @@ describe.each(backends)('replay cache on %s', (_name, makeBackend) => {
   });
 
   it("respects the row's expiry: past its TTL the key executes again", async () => {
-    const { tool, runs } = await setup({ ttlSeconds: 0.3 });
+    const { tool, runs } = await setup({ ttlSeconds: 1 });
     await tool.call({ amount: 1 }, { key: 'short' });
     expect((await tool.invoke({ amount: 1 }, { key: 'short' })).outcome).toBe('replayed');
-    await sleep(400);
+    await sleep(1100);
     expect((await tool.invoke({ amount: 1 }, { key: 'short' })).outcome).toBe('executed');
     expect(runs()).toBe(2);
   });

@@ -50,6 +50,26 @@ function cli(
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** The deployment's key-hash secret stored in a schema. */
+async function storedSecret(inSchema: string): Promise<string> {
+  const { rows } = await pool.query(
+    `SELECT value FROM "${inSchema}".tool_ledger_settings WHERE name = 'key_hash_secret'`,
+  );
+  expect(rows).toHaveLength(1);
+  return rows[0].value as string;
+}
+
+/** Runs `fn` while the schema holds no key-hash secret, as before its first start with telemetry. */
+async function withoutStoredSecret<T>(inSchema: string, fn: () => T): Promise<T> {
+  const table = `"${inSchema}".tool_ledger_settings`;
+  await pool.query(`UPDATE ${table} SET name = 'parked' WHERE name = 'key_hash_secret'`);
+  try {
+    return fn();
+  } finally {
+    await pool.query(`UPDATE ${table} SET name = 'key_hash_secret' WHERE name = 'parked'`);
+  }
+}
+
 function json<T = Record<string, unknown>>(args: string[]): T {
   const r = cli([...args, '--json']);
   expect(r.code, r.stderr).toBe(0);
@@ -167,6 +187,9 @@ describe('tool-ledger CLI', () => {
       expect(second.stdout).toContain('up to date');
       const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${freshSchema}".tool_runs`);
       expect(rows[0].n).toBe(0);
+      // The deployment's key-hash secret is made with the schema, for application roles that may only read it.
+      const { rows: secrets } = await pool.query(`SELECT name FROM "${freshSchema}".tool_ledger_settings`);
+      expect(secrets).toEqual([{ name: 'key_hash_secret' }]);
     });
 
     it('refuses a schema name that is not a plain identifier', () => {
@@ -369,10 +392,14 @@ describe('tool-ledger CLI', () => {
       expect(r.stdout + r.stderr).not.toContain('maria.gonzalez');
     });
 
-    it('fails clearly without the secret', () => {
-      const r = cli(['hash-key'], { env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined }, input: 'k' });
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain('TOOL_LEDGER_KEY_HASH_SECRET is not set');
+    it('fails clearly with neither the variable nor a stored secret', () => {
+      const env = { TOOL_LEDGER_KEY_HASH_SECRET: undefined };
+      const none = cli(['hash-key', '--schema', uniqueSchema('no_such')], { env, input: 'k' });
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain('TOOL_LEDGER_KEY_HASH_SECRET is not set and schema');
+      const noDb = cli(['hash-key'], { env: { ...env, DATABASE_URL: undefined }, input: 'k' });
+      expect(noDb.code).toBe(1);
+      expect(noDb.stderr).toContain('no database to read the deployment');
     });
   });
 
@@ -541,9 +568,16 @@ describe('issue 14: support finds, derives and forgets keys', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).not.toContain(personal);
     expect(r.stdout).toContain(`hmac:${hashKey(personal, secret)}`);
-    const noSecret = cli(['list', '--schema', schema, '--tool', 'export_data'], {
+    const stored = cli(['list', '--schema', schema, '--tool', 'export_data'], {
       env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
     });
+    expect(stored.stdout).not.toContain(personal);
+    expect(stored.stdout).toContain(`hmac:${hashKey(personal, await storedSecret(schema))}`);
+    const noSecret = await withoutStoredSecret(schema, () =>
+      cli(['list', '--schema', schema, '--tool', 'export_data'], {
+        env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
+      }),
+    );
     expect(noSecret.stdout).not.toContain(personal);
     expect(noSecret.stdout).toContain('(hidden: set TOOL_LEDGER_KEY_HASH_SECRET)');
     const safe = json<{ runs: { key: string | null }[] }>(['list', '--schema', schema, '--stale']);
@@ -590,9 +624,11 @@ describe('issue 14: support finds, derives and forgets keys', () => {
     expect(dry.stdout).not.toContain(personal);
     expect(await count()).toBe(2);
 
-    const noSecret = cli(['forget', '--schema', schema, '--key', personal, '--yes'], {
-      env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
-    });
+    const noSecret = await withoutStoredSecret(schema, () =>
+      cli(['forget', '--schema', schema, '--key', personal, '--yes'], {
+        env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
+      }),
+    );
     expect(noSecret.code).toBe(1);
     expect(noSecret.stderr).toContain('TOOL_LEDGER_KEY_HASH_SECRET');
     expect(await count()).toBe(2);
@@ -664,5 +700,123 @@ describe('issue 14: support finds, derives and forgets keys', () => {
       `SELECT key_value FROM "${schema}".tool_runs_forgotten WHERE tool_name = 'hostile_ids'`,
     );
     expect(hostileRows).toEqual([{ key_value: hashKey(hostile, secret) }]);
+  });
+});
+
+describe('issue 11: support hashes a raw key under the secret the service uses, with none configured', () => {
+  const unset = { TOOL_LEDGER_KEY_HASH_SECRET: undefined };
+  const unsafe = 'refund-for-Priya-Raman';
+  const rotated = uniqueSchema('ops_cli_rotate');
+
+  afterAll(async () => {
+    await pool.query(`DROP SCHEMA IF EXISTS "${rotated}" CASCADE`);
+  });
+
+  /** One call with the unsafe key on a ledger of its own exporters; the key_hash and params_hash it emitted. */
+  async function emitted(inSchema: string, run = 0): Promise<{ keyHash: unknown; paramsHash: unknown }> {
+    const own = new TelemetryHarness();
+    const opened = await createLedger({
+      connectionString: databaseUrl(),
+      schema: inSchema,
+      telemetry: own.providers(),
+    });
+    try {
+      const tool = opened.tool({ name: 'refund', kind: 'mutation', handler: () => 'ok' });
+      await tool.call({ run }, { tenant: 'acme', key: `${unsafe}-${run}` });
+      const span = own.finishedSpans()[0];
+      return {
+        keyHash: span?.attributes['tool_ledger.idempotency.key_hash'],
+        paramsHash: span?.attributes['tool_ledger.idempotency.params_hash'],
+      };
+    } finally {
+      await opened.close();
+      await own.shutdown();
+    }
+  }
+
+  const hashKeyCli = (inSchema: string, key: string) =>
+    cli(['hash-key', '--schema', inSchema], { env: unset, input: key });
+
+  it('hash-key prints the key_hash the service emitted, reading the secret from the ledger schema', async () => {
+    const span = await emitted(schema);
+    const r = hashKeyCli(schema, `${unsafe}-0`);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(span.keyHash);
+    expect(r.stderr).toContain(`"${schema}".tool_ledger_settings`);
+    // The variable still wins, as it does in the service.
+    const configured = cli(['hash-key', '--schema', schema], {
+      env: { TOOL_LEDGER_KEY_HASH_SECRET: 'other' },
+      input: `${unsafe}-0`,
+    });
+    expect(configured.stdout.trim()).toBe(hashKey(`${unsafe}-0`, 'other'));
+  });
+
+  it('inspect --job and forget use the stored secret too', async () => {
+    const secret = await storedSecret(schema);
+    await pool.query(
+      `INSERT INTO "${schema}".tool_runs (tenant_id, tool_name, idempotency_key, parameter_hash, status, job_id, completed_at, expires_at)
+       VALUES ('acme', 'erase_me', $1, 'h', 'succeeded', 'job-11', now(), now() + interval '1 day')`,
+      [unsafe],
+    );
+    const job = cli(['inspect', '--schema', schema, '--job', 'job-11'], { env: unset });
+    expect(job.code, job.stderr).toBe(0);
+    expect(job.stdout).not.toContain(unsafe);
+    expect(job.stdout).toContain(`hmac:${hashKey(unsafe, secret)}`);
+    const gone = cli(['forget', '--schema', schema, '--key', unsafe, '--tool', 'erase_me', '--yes'], {
+      env: unset,
+    });
+    expect(gone.code, gone.stderr).toBe(0);
+    const { rows } = await pool.query(
+      `SELECT key_value FROM "${schema}".tool_runs_forgotten WHERE tool_name = 'erase_me'`,
+    );
+    expect(rows).toEqual([{ key_value: hashKey(unsafe, secret) }]);
+  });
+
+  it('rotate-key-secret is a dry run without --yes; with it, new processes and hash-key use the new secret and running ones keep the old until restarted', async () => {
+    // Prepare: a running process, started before the rotation.
+    const before = await emitted(rotated, 1);
+    const old = await storedSecret(rotated);
+    const running = new TelemetryHarness();
+    const longLived = await createLedger({
+      connectionString: databaseUrl(),
+      schema: rotated,
+      telemetry: running.providers(),
+    });
+    try {
+      // Act: a dry run, then the rotation.
+      const dry = cli(['rotate-key-secret', '--schema', rotated], { env: unset });
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain('dry run');
+      expect(await storedSecret(rotated)).toBe(old);
+      const r = cli(['rotate-key-secret', '--schema', rotated, '--yes', '--json'], { env: unset });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ schema: rotated, dryRun: false });
+      expect(r.stdout + r.stderr).not.toContain(old);
+
+      // Assess
+      const fresh = await storedSecret(rotated);
+      expect(fresh).toMatch(/^[0-9a-f]{64}$/);
+      expect(fresh).not.toBe(old);
+      expect(r.stdout).not.toContain(fresh);
+      expect(before.keyHash).toBe(hashKey(`${unsafe}-1`, old));
+      const after = await emitted(rotated, 2);
+      expect(after.keyHash).toBe(hashKey(`${unsafe}-2`, fresh));
+      expect(hashKeyCli(rotated, `${unsafe}-2`).stdout.trim()).toBe(after.keyHash);
+      await longLived
+        .tool({ name: 'refund', kind: 'mutation', handler: () => 'ok' })
+        .call({}, { key: unsafe });
+      expect(running.finishedSpans()[0]?.attributes['tool_ledger.idempotency.key_hash']).toBe(
+        hashKey(unsafe, old),
+      );
+    } finally {
+      await longLived.close();
+      await running.shutdown();
+    }
+  });
+
+  it('rotate-key-secret says to migrate first on a schema without the settings table', () => {
+    const r = cli(['rotate-key-secret', '--schema', uniqueSchema('no_such'), '--yes'], { env: unset });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('tool-ledger migrate');
   });
 });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { ResultCache } from '../../src/ledger/result-cache.js';
+import { cacheKey, ResultCache } from '../../src/ledger/result-cache.js';
 import type { RunRow } from '../../src/ledger/run-row.js';
 
 const dbNow = new Date('2026-01-01T00:00:00Z');
@@ -8,38 +8,34 @@ const dbNow = new Date('2026-01-01T00:00:00Z');
 function row(overrides: Partial<RunRow> = {}): RunRow {
   return {
     id: '1',
-    tenant_id: 'default',
-    tool_name: 't',
-    idempotency_key: 'k',
     user_id: null,
     parameter_hash: 'h',
     status: 'succeeded',
     final: false,
     attempt: 1,
     lease_owner: null,
-    lease_expires_at: null,
+    lease_remaining_ms: null,
     result_json: { ok: true, lines: [1, 2] },
     error_json: null,
     job_id: null,
     trace_id: null,
     span_id: null,
-    conflict_count: 0,
-    created_at: dbNow,
-    started_at: dbNow,
     completed_at: dbNow,
-    expires_at: new Date(dbNow.getTime() + 60_000),
+    expires_in_ms: 60_000,
     lease_live: false,
-    db_now: dbNow,
     ...overrides,
   };
 }
+
+/** The cache key of key `k` (or another) of tool `t` in the default tenant. */
+const k = (key = 'k') => cacheKey('default', 't', key);
 
 const limits = { maxEntries: 100, maxBytes: 1_000_000 };
 
 describe('replay cache', () => {
   it('replays a completed row for the same user and parameters, as a fresh copy each time', () => {
     const cache = new ResultCache(limits);
-    cache.remember(row(), performance.now());
+    cache.remember(k(), row(), performance.now());
     const first = cache.replay('default', 't', 'k', null, 'h');
     expect(first).toMatchObject({
       claim: 'existing',
@@ -52,7 +48,7 @@ describe('replay cache', () => {
 
   it('leaves other parameters, another user, another tenant or tool to the database', () => {
     const cache = new ResultCache(limits);
-    cache.remember(row({ user_id: 'u1' }), performance.now());
+    cache.remember(k(), row({ user_id: 'u1' }), performance.now());
     expect(cache.replay('default', 't', 'k', 'u1', 'other')).toBeUndefined();
     expect(cache.replay('default', 't', 'k', 'u2', 'h')).toBeUndefined();
     expect(cache.replay('default', 't', 'k', null, 'h')).toBeUndefined();
@@ -63,16 +59,12 @@ describe('replay cache', () => {
 
   it('keeps only completed rows that have not expired by the database clock', async () => {
     const cache = new ResultCache(limits);
-    cache.remember(row({ idempotency_key: 'running', status: 'in_progress' }), performance.now());
-    cache.remember(row({ idempotency_key: 'retryable', status: 'failed', final: false }), performance.now());
-    cache.remember(row({ idempotency_key: 'gone', expires_at: dbNow }), performance.now());
-    // The database clock may be far from this one: only the difference counts, from when the statement was sent.
-    const farClock = new Date('2001-01-01T00:00:00Z');
-    cache.remember(
-      row({ idempotency_key: 'soon', db_now: farClock, expires_at: new Date(farClock.getTime() + 20) }),
-      performance.now(),
-    );
-    cache.remember(row({ idempotency_key: 'final', status: 'failed', final: true }), performance.now());
+    cache.remember(k('running'), row({ status: 'in_progress' }), performance.now());
+    cache.remember(k('retryable'), row({ status: 'failed', final: false }), performance.now());
+    cache.remember(k('gone'), row({ expires_in_ms: 0 }), performance.now());
+    // The database clock may be far from this one: only the time left counts, from when the statement was sent.
+    cache.remember(k('soon'), row({ expires_in_ms: 20 }), performance.now());
+    cache.remember(k('final'), row({ status: 'failed', final: true }), performance.now());
     expect(cache.size).toBe(2);
     expect(cache.replay('default', 't', 'final', null, 'h')?.status).toBe('failed');
     expect(cache.replay('default', 't', 'soon', null, 'h')).toBeDefined();
@@ -84,13 +76,13 @@ describe('replay cache', () => {
   it('counts the round trip against the entry: the deadline runs from when the statement was sent', () => {
     const cache = new ResultCache(limits);
     const sentAt = performance.now() - 61_000;
-    cache.remember(row(), sentAt);
+    cache.remember(k(), row(), sentAt);
     expect(cache.replay('default', 't', 'k', null, 'h')).toBeUndefined();
   });
 
   it('is bounded by entries and by bytes, dropping the least recently used', () => {
     const cache = new ResultCache({ maxEntries: 3, maxBytes: 1_000_000 });
-    const completed = (key: string) => cache.remember(row({ idempotency_key: key }), performance.now(), '1');
+    const completed = (key: string) => cache.remember(k(key), row(), performance.now(), '1');
     for (const key of ['a', 'b', 'c']) completed(key);
     cache.replay('default', 't', 'a', null, 'h');
     completed('d');
@@ -98,25 +90,24 @@ describe('replay cache', () => {
     expect(cache.replay('default', 't', 'b', null, 'h')).toBeUndefined();
     expect(cache.replay('default', 't', 'a', null, 'h')).toBeDefined();
     // A row only read takes free room only: replaying more keys than fit, in order, keeps the cache useful.
-    cache.remember(row({ idempotency_key: 'read' }), performance.now());
+    cache.remember(k('read'), row(), performance.now());
     expect(cache.replay('default', 't', 'read', null, 'h')).toBeUndefined();
     expect(cache.replay('default', 't', 'c', null, 'h')).toBeDefined();
 
     const small = new ResultCache({ maxEntries: 1000, maxBytes: 10_000 });
     const big = { text: 'x'.repeat(2000) };
-    for (let i = 0; i < 20; i++)
-      small.remember(row({ idempotency_key: `k${i}`, result_json: big }), performance.now());
+    for (let i = 0; i < 20; i++) small.remember(k(`k${i}`), row({ result_json: big }), performance.now());
     expect(small.bytes).toBeLessThanOrEqual(10_000);
     expect(small.size).toBeGreaterThan(0);
     expect(small.replay('default', 't', 'k19', null, 'h')).toBeDefined();
     // A result larger than the whole bound is never cached.
-    small.remember(row({ idempotency_key: 'huge', result_json: 'y'.repeat(20_000) }), performance.now());
+    small.remember(k('huge'), row({ result_json: 'y'.repeat(20_000) }), performance.now());
     expect(small.replay('default', 't', 'huge', null, 'h')).toBeUndefined();
   });
 
   it('caches nothing when turned off', () => {
     const cache = new ResultCache({ maxEntries: 0, maxBytes: 1_000_000 });
-    cache.remember(row(), performance.now());
+    cache.remember(k(), row(), performance.now());
     expect(cache.size).toBe(0);
   });
 });

@@ -11,27 +11,20 @@ function row(overrides: Partial<ClaimRow> = {}): ClaimRow {
     waiting: false,
     lease_live: false,
     id: '1',
-    tenant_id: 'default',
-    tool_name: 't',
-    idempotency_key: 'k',
     user_id: null,
     parameter_hash: 'h',
     status: 'succeeded',
     final: false,
     attempt: 1,
     lease_owner: null,
-    lease_expires_at: null,
+    lease_remaining_ms: null,
     result_json: { ok: true },
     error_json: null,
     job_id: null,
     trace_id: null,
     span_id: null,
-    conflict_count: 0,
-    created_at: now,
-    started_at: now,
     completed_at: now,
-    expires_at: new Date(now.getTime() + 60_000),
-    db_now: now,
+    expires_in_ms: 60_000,
     ...overrides,
   };
 }
@@ -83,9 +76,8 @@ describe('judgeClaim', () => {
   });
 
   it('reads flags only: a lease that the row says lapsed is lapsed whatever the timestamps say', () => {
-    const live = new Date(now.getTime() + 60_000);
     expect(
-      judgeClaim(row({ status: 'in_progress', lease_expires_at: live, lease_live: false }), request).kind,
+      judgeClaim(row({ status: 'in_progress', lease_remaining_ms: 60_000, lease_live: false }), request).kind,
     ).toBe('abandoned');
   });
 });

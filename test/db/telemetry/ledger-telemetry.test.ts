@@ -123,7 +123,8 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
     expect(byOutcome.get('rejected:key_required')?.status.code).toBe(SpanStatusCode.ERROR);
     expect(byOutcome.get('rejected:input_invalid')?.links).toEqual([]);
     const failed = byOutcome.get('failed:')!;
-    expect(failed.attributes[ATTR.ERROR_TYPE]).toBe('TOOL_FAILED');
+    expect(failed.attributes[ATTR.ERROR_TYPE]).toBe('tool_error');
+    expect(failed.attributes[ATTR.ERROR_CODE]).toBe('TOOL_FAILED');
     expect(failed.events.map((e) => e.name)).toContain('exception');
 
     const severities = Object.fromEntries(
@@ -138,6 +139,78 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
     });
     const wait = await harness.points(METRIC.WAIT_DURATION);
     expect(wait.length).toBeGreaterThan(0);
+  });
+
+  it("follows the GenAI conventions: the tool description, and error.type tool_error for the tool's own errors", async () => {
+    // Prepare: a mutation that throws a final ToolFailure, one that throws a TypeError, a read that throws, and a
+    // ledger refusal (no key)
+    const ledger = await backend.open({ telemetry: { keyHashSecret: 's' } });
+    const charge = ledger.tool({
+      name: 'charge_card',
+      kind: 'mutation',
+      description: 'Charges the customer card on file',
+      handler: () => {
+        throw new ToolFailure('card declined', { reason: 'card_declined' });
+      },
+    });
+    const broken = ledger.tool({
+      name: 'broken_mutation',
+      kind: 'mutation',
+      handler: () => {
+        throw new TypeError('cannot read properties of undefined');
+      },
+    });
+    const lookup = ledger.tool({
+      name: 'lookup_order',
+      kind: 'read',
+      handler: () => {
+        throw new RangeError('no such order');
+      },
+    });
+
+    // Act
+    await expect(charge.invoke({}, { key: 'charge-7' })).rejects.toMatchObject({ code: 'TOOL_FAILED' });
+    await expect(charge.invoke({}, { key: 'charge-7' })).rejects.toMatchObject({ replayed: true });
+    await expect(broken.invoke({}, { key: 'broken-1' })).rejects.toBeInstanceOf(TypeError);
+    await expect(lookup.invoke({})).rejects.toBeInstanceOf(RangeError);
+    // @ts-expect-error: the types require a key; the refusal is the ledger's, not the tool's
+    await expect(charge.invoke({})).rejects.toMatchObject({ code: 'KEY_REQUIRED' });
+
+    // Assess: spans
+    const [failed, replayed, typeError, readError, refused] = callSpans();
+    expect(failed?.attributes[ATTR.GEN_AI_TOOL_DESCRIPTION]).toBe('Charges the customer card on file');
+    expect(typeError?.attributes).not.toHaveProperty(ATTR.GEN_AI_TOOL_DESCRIPTION);
+    expect(failed?.attributes).toMatchObject({
+      [ATTR.ERROR_TYPE]: 'tool_error',
+      [ATTR.ERROR_CODE]: 'TOOL_FAILED',
+    });
+    expect(failed?.events[0]?.attributes?.['exception.type']).toBe('TOOL_FAILED');
+    // A replayed final failure is the call's answer (status unset), and that answer is the tool's error
+    expect(replayed?.attributes).toMatchObject({
+      [ATTR.OUTCOME]: 'replayed',
+      [ATTR.ERROR_TYPE]: 'tool_error',
+    });
+    expect(replayed?.status.code).toBe(SpanStatusCode.UNSET);
+    expect(typeError?.attributes[ATTR.ERROR_TYPE]).toBe('tool_error');
+    expect(typeError?.events[0]?.attributes?.['exception.type']).toBe('TypeError');
+    expect(readError?.attributes).toMatchObject({
+      [ATTR.OUTCOME]: 'failed',
+      [ATTR.ERROR_TYPE]: 'tool_error',
+    });
+    expect(refused?.attributes[ATTR.ERROR_TYPE]).toBe('KEY_REQUIRED');
+
+    // Assess: the log record carries error.type, not the description; the duration metric carries error.type
+    const records = harness.logRecords();
+    expect(records.map((r) => r.attributes[ATTR.ERROR_TYPE])).toEqual([
+      'tool_error',
+      'tool_error',
+      'tool_error',
+      'tool_error',
+      'KEY_REQUIRED',
+    ]);
+    for (const r of records) expect(r.attributes).not.toHaveProperty(ATTR.GEN_AI_TOOL_DESCRIPTION);
+    const durations = await harness.points(METRIC.EXECUTE_TOOL_DURATION);
+    expect(new Set(durations.map((p) => p.attributes[ATTR.ERROR_TYPE]))).toEqual(new Set(['tool_error']));
   });
 
   it('telemetry faults leave results and outcomes unchanged', async () => {
