@@ -23,6 +23,8 @@ export function assertValidKey(key: unknown, tool: string): asserts key is strin
     );
   if (typeof key !== 'string') throw fail(`must be a string, got ${key === null ? 'null' : typeof key}`);
   if (key.length === 0) throw fail('is empty');
+  // In UTF-16 code units first: a 1 MB key is refused by one comparison, before anything walks it.
+  if (key.length > MAX_KEY_LENGTH * 2) throw fail(`is ${key.length} UTF-16 code units long`);
   // A blank key names no intent: it is almost always an unset variable padded by a template.
   if (key.trim().length === 0) throw fail('is only whitespace');
   const length = [...key].length;

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
+import { rotateStoredSecret } from '../../src/telemetry/key-secret.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
 import { dashboardTargets, loadDashboard } from './support/configs.js';
@@ -120,12 +121,18 @@ describe('ledger explorer dashboard', () => {
     expect(rows[0]?.trace_id).toBe(executedTrace);
   });
 
-  it('shows a key that may hold personal data only as the HMAC telemetry emits, and finds it by that', async () => {
+  it('shows a key that may hold personal data only as the HMAC telemetry emits, and finds it by that or by the raw key', async () => {
     const hash = hashKey(EMAIL_KEY, SECRET);
     const rows = await panel('Runs matching tenant / tool / key', { key: hash });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ idempotency_key: null, key_hash: hash, tenant_id: 'acme' });
-    expect(await panel('Runs matching tenant / tool / key', { key: EMAIL_KEY })).toEqual([]);
+    // Support may type the raw key: the view hashes it, and still never shows it.
+    const typed = await panel('Runs matching tenant / tool / key', { key: EMAIL_KEY });
+    expect(typed).toHaveLength(1);
+    expect(typed[0]).toMatchObject({ idempotency_key: null, key_hash: hash });
+    expect(JSON.stringify(typed)).not.toContain(EMAIL_KEY);
+    // It hashes only keys the ledger holds: no oracle for reversing the hashes in Jaeger by trying candidates.
+    expect(await asReader(`SELECT key_hash_of('someone.else@example.com') AS h`)).toEqual([{ h: null }]);
   });
 
   it('takes values with quotes safely (sqlstring formatting)', async () => {
@@ -195,6 +202,8 @@ describe('the explorer datasource role', () => {
   it.each([
     ['the ledger table', `SELECT user_id FROM "${schema}".tool_runs`],
     ['the HMAC pads', 'SELECT * FROM key_hash_pads'],
+    ['the HMAC pads of the stored secret', 'SELECT * FROM key_hash_pads_now()'],
+    ['the stored key-hash secret', `SELECT value FROM "${schema}".tool_ledger_settings`],
     ['a write', `UPDATE ledger_runs SET status = 'failed'`],
     ['a new table', 'CREATE TABLE stolen (x int)'],
     ['a shell', `COPY (SELECT 1) TO PROGRAM 'id'`],
@@ -257,5 +266,50 @@ describe('dashboard variables', () => {
 
   it('left the view in place after every injection', async () => {
     expect((await asReader('SELECT count(*)::int AS n FROM ledger_runs'))[0]?.n).toBe(5);
+  });
+});
+
+describe('the view with no key_hash_secret given', () => {
+  let stored: ExplorerAccess;
+  const keyHashOf = async (access: ExplorerAccess, key: string) => {
+    const rows = (
+      await access.readerPool.query('SELECT key_hash FROM ledger_runs WHERE tenant_id = $1', ['acme'])
+    ).rows as { key_hash: string }[];
+    const secretRows = await admin.query(
+      `SELECT value FROM "${schema}".tool_ledger_settings WHERE name = 'key_hash_secret'`,
+    );
+    const secret = secretRows.rows[0]?.value as string;
+    return { hashes: rows.map((r) => r.key_hash), expected: hashKey(key, secret) };
+  };
+
+  beforeAll(async () => {
+    stored = await setUpExplorer(admin, databaseUrl(), schema, '', `${schema}_explorer_stored`);
+  });
+
+  afterAll(async () => {
+    await stored?.drop();
+  });
+
+  it('hashes under the deployment secret the services emit under, and follows a rotation at once', async () => {
+    // The ledger of this file set no secret, so its spans carry hashes under the one stored in its schema.
+    const emitted = harness
+      .finishedSpans()
+      .map((span) => span.attributes['tool_ledger.idempotency.key_hash'])
+      .filter((hash) => hash !== undefined);
+    const now = await keyHashOf(stored, EMAIL_KEY);
+    expect(emitted).toContain(now.expected);
+    expect(now.hashes).toContain(now.expected);
+
+    await rotateStoredSecret(
+      { query: async (text, params) => ({ rows: (await admin.query(text, params)).rows }) },
+      schema,
+    );
+
+    const rotated = await keyHashOf(stored, EMAIL_KEY);
+    expect(rotated.expected).not.toBe(now.expected);
+    expect(rotated.hashes).toContain(rotated.expected);
+    // The explorer given a secret keeps hashing under it.
+    const given = await asReader('SELECT key_hash FROM ledger_runs');
+    expect(given.map((r) => r.key_hash)).toContain(hashKey(EMAIL_KEY, SECRET));
   });
 });

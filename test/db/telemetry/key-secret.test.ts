@@ -1,10 +1,11 @@
-import { type DiagLogger, DiagLogLevel, diag } from '@opentelemetry/api';
+import { diag } from '@opentelemetry/api';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLedger, migrationSql } from '../../../src/index.js';
 import { hashKey } from '../../../src/telemetry/key-hash.js';
 import { loadDeploymentSecret } from '../../../src/telemetry/key-secret.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../../../src/telemetry/vocabulary.js';
 import { backends, databaseUrl, uniqueSchema } from '../../support/db.js';
+import { captureDiagWarnings } from '../../support/diag.js';
 import { TelemetryHarness } from '../../support/telemetry-harness.js';
 
 /**
@@ -15,19 +16,12 @@ import { TelemetryHarness } from '../../support/telemetry-harness.js';
 
 const UNSAFE_KEY = 'refund-for-Priya-Raman';
 const warnings: string[] = [];
-const capture: DiagLogger = {
-  error: () => {},
-  warn: (message) => warnings.push(message),
-  info: () => {},
-  debug: () => {},
-  verbose: () => {},
-};
 let savedEnv: string | undefined;
 
 beforeAll(() => {
   savedEnv = process.env[KEY_HASH_SECRET_ENV];
   delete process.env[KEY_HASH_SECRET_ENV];
-  diag.setLogger(capture, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+  captureDiagWarnings(warnings);
 });
 
 afterAll(() => {

@@ -22,9 +22,9 @@ export async function setUpExplorer(
   databaseUrl: string,
   ledgerSchema: string,
   keyHashSecret: string,
+  explorerSchema = `${ledgerSchema}_explorer`,
 ): Promise<ExplorerAccess> {
   const suffix = randomBytes(5).toString('hex');
-  const explorerSchema = `${ledgerSchema}_explorer`;
   const reader = `tl_reader_${suffix}`;
   const password = randomBytes(12).toString('hex');
   const vars: Record<string, string> = {
