@@ -1,14 +1,19 @@
 // Start-up of the embedded default: a ledger created with no database configured (in-memory PGlite), each in a
 // fresh process, so nothing is warm but what a user's second start would find (the saved initdb, see
-// src/ledger/drivers/pglite-template.ts). Against pg when DATABASE_URL is set.
+// src/ledger/drivers/pglite-template.ts). Then where the time and memory go, phase by phase, and what V8's optimising
+// WebAssembly tier costs (the same start under `node --liftoff-only`). Against pg when DATABASE_URL is set.
 // Run: npm run build && node bench/embedded.mjs   Env: BENCH_STARTS (default 3)
 import { execFileSync } from 'node:child_process';
+import { loadavg } from 'node:os';
 import pg from 'pg';
 
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
-const probe = `
+const dist = (path) => JSON.stringify(new URL(`../dist/${path}`, import.meta.url).href);
+
+// What a user does: createLedger() with nothing configured, then one call.
+const whole = `
 const t0 = performance.now();
-const { createLedger } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});
+const { createLedger } = await import(${dist('index.js')});
 const ledger = await createLedger({ telemetry: false, schema: 'bench_start_' + process.pid });
 const ms = performance.now() - t0;
 const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
@@ -17,22 +22,91 @@ console.log(JSON.stringify({ ms, rss: process.memoryUsage().rss }));
 await ledger.close();
 `;
 
-function start(env) {
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], { env, encoding: 'utf8' });
+// The same start in its phases, with the memory each leaves behind.
+const phased = `
+import { readFileSync } from 'node:fs';
+const phases = [];
+let t = performance.now(); let cpu = process.cpuUsage(); let db;
+const wasmResident = () => {
+  // The WebAssembly memory is the one anonymous mapping of 128 MiB and more (PGlite reserves 128 MiB at first).
+  let best = 0;
+  for (const m of readFileSync('/proc/self/smaps', 'utf8').matchAll(/^([0-9a-f]+)-([0-9a-f]+) [^\\n]*\\n(?:[^\\n]*\\n)*?Rss:\\s+(\\d+)/gm)) {
+    const mib = (parseInt(m[2], 16) - parseInt(m[1], 16)) / 2 ** 20;
+    if (mib >= 127 && mib <= 4096) best = Math.max(best, Number(m[3]) / 1024);
+  }
+  return best;
+};
+const dataDir = () => {
+  const buffers = new Set();
+  const walk = (node) => {
+    if (node.contents instanceof Uint8Array) buffers.add(node.contents.buffer);
+    else if (node.contents) for (const child of Object.values(node.contents)) walk(child);
+  };
+  walk(db.Module.FS.lookupPath(db.Module.ENV.PGDATA).node);
+  return [...buffers].reduce((sum, b) => sum + b.byteLength, 0) / 2 ** 20;
+};
+const phase = (name) => {
+  const now = performance.now(); const used = process.cpuUsage(cpu); const m = process.memoryUsage();
+  phases.push({ name, ms: now - t, cpuMs: (used.user + used.system) / 1000, rss: m.rss / 2 ** 20, heap: m.heapTotal / 2 ** 20,
+    wasm: db ? wasmResident() : 0, data: db ? dataDir() : 0 });
+  t = performance.now(); cpu = process.cpuUsage();
+};
+phase('node');
+const { createLedger } = await import(${dist('index.js')});
+const pglite = await import('@electric-sql/pglite');
+const { openPGlite } = await import(${dist('ledger/drivers/pglite.js')});
+phase('import');
+db = await openPGlite(undefined);
+phase('PGlite from saved initdb');
+const ledger = await createLedger({ pglite: db, telemetry: false, schema: 's' });
+phase('migrations');
+const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
+await tool.call({}, { key: 'k' });
+phase('first call');
+for (let i = 0; i < 20; i++) await tool.call({}, { key: 'k' + i });
+phase('20 more calls');
+console.log(JSON.stringify(phases));
+await ledger.close();
+await db.close();
+`;
+
+function run(script, env, flags = []) {
+  const out = execFileSync(process.execPath, [...flags, '--input-type=module', '-e', script], {
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   return JSON.parse(out.trim().split('\n').at(-1));
 }
 
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const { DATABASE_URL, ...withoutUrl } = process.env;
-const runs = { pglite: [], pg: [] };
+const runs = { pglite: [], liftoff: [], pg: [], phases: [] };
+const load = [loadavg()[0]];
 for (let i = 0; i < STARTS; i++) {
-  runs.pglite.push(start(withoutUrl));
-  if (DATABASE_URL) runs.pg.push(start(process.env));
+  runs.pglite.push(run(whole, withoutUrl));
+  runs.liftoff.push(run(whole, withoutUrl, ['--liftoff-only']));
+  runs.phases.push(run(phased, withoutUrl));
+  if (DATABASE_URL) runs.pg.push(run(whole, process.env));
+  load.push(loadavg()[0]);
 }
 const show = (xs) =>
   xs.map((r) => `${(r.ms / 1000).toFixed(2)} s / ${(r.rss / 2 ** 20).toFixed(0)} MiB`).join(', ');
 console.log(
-  `embedded start (createLedger() without DATABASE_URL, fresh process each, then one call): ${show(runs.pglite)} (target < 1.5 s and < 200 MiB)`,
+  `embedded start (createLedger() without DATABASE_URL, fresh process each, then one call; load average ${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)} on ${(
+    await import('node:os')
+  ).availableParallelism()} cores): ${show(runs.pglite)} (target < 1.5 s and < 200 MiB)`,
 );
+console.log(`  the same under node --liftoff-only (no optimised WebAssembly code): ${show(runs.liftoff)}`);
+console.log(
+  `  phases (median of ${STARTS}): wall s, CPU s (all threads), RSS after (MiB): of it JS heap, WebAssembly memory resident, data directory`,
+);
+for (const [i, { name }] of runs.phases[0].entries()) {
+  const at = (key) => median(runs.phases.map((p) => p[i][key]));
+  console.log(
+    `    ${name.padEnd(26)} ${(at('ms') / 1000).toFixed(2).padStart(5)} s  cpu ${(at('cpuMs') / 1000).toFixed(2).padStart(5)} s  rss ${at('rss').toFixed(0).padStart(4)}: heap ${at('heap').toFixed(0)}, wasm ${at('wasm').toFixed(0)}, data ${at('data').toFixed(0)}`,
+  );
+}
 if (DATABASE_URL) {
   console.log(`  on pg (DATABASE_URL) for comparison: ${show(runs.pg)}`);
   const admin = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });

@@ -1,30 +1,94 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
+import * as pglite from '@electric-sql/pglite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createInMemoryPGlite } from '../../src/ledger/drivers/pglite-template.js';
+import { createInMemoryPGlite, type PGliteModule } from '../../src/ledger/drivers/pglite-template.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-template-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The real PGlite, with a note of which options each start was given. */
+function observed(): { module: PGliteModule; starts: string[][] } {
+  const starts: string[][] = [];
+  const module: PGliteModule = {
+    MemoryFS: pglite.MemoryFS,
+    PGlite: {
+      defaultStartParams: pglite.PGlite.defaultStartParams,
+      create: (options) => {
+        starts.push(Object.keys(options ?? {}).sort());
+        return pglite.PGlite.create(options);
+      },
+    },
+  };
+  return { module, starts };
+}
+
+async function settings(db: PGlite): Promise<Record<string, string>> {
+  const { rows } = await db.query<{ name: string; setting: string; unit: string | null }>(
+    `SELECT name, setting, unit FROM pg_settings WHERE name IN ('shared_buffers', 'wal_segment_size')`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.name, `${r.setting} ${r.unit ?? ''}`.trim()]));
+}
 
 describe('in-memory PGlite from a saved initdb', () => {
   it('falls back to initdb when the saved cluster is unreadable, saves a good one, and starts from it next time', async () => {
     const path = join(dir, 'initdb.tar.gz');
     writeFileSync(path, 'not a tarball');
-    const first = await createInMemoryPGlite<PGlite>(PGlite, path);
+    const { module, starts } = observed();
+    const first = await createInMemoryPGlite<PGlite>(module, path);
     expect((await first.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+    // 8 MB of shared buffers (1,024 pages of 8 kB), WAL in 1 MB segments: see docs/performance.md.
+    expect(await settings(first)).toEqual({ shared_buffers: '1024 8kB', wal_segment_size: '1048576 B' });
     await first.close();
     const saved = readFileSync(path);
     // gzip magic bytes: the corrupt file was replaced by a real dump.
     expect([saved[0], saved[1]]).toEqual([0x1f, 0x8b]);
 
-    const second = await createInMemoryPGlite<PGlite>(PGlite, path);
-    await second.query('CREATE TABLE t (x int)');
-    await second.query('INSERT INTO t VALUES (42)');
-    expect((await second.query<{ x: number }>('SELECT x FROM t')).rows).toEqual([{ x: 42 }]);
+    const second = await createInMemoryPGlite<PGlite>(module, path);
+    // The saved cluster was written in by the template's own file system, not PGlite's loader.
+    expect(starts.at(-1)).toEqual(['fs', 'startParams']);
+    expect(await settings(second)).toEqual({ shared_buffers: '1024 8kB', wal_segment_size: '1048576 B' });
+    await second.query('CREATE TABLE t (x int, pad text)');
+    // Enough rows to extend catalog and data files past what the archive held, through a checkpoint.
+    await second.query(`INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 20000) g`);
+    await second.query('CHECKPOINT');
+    expect((await second.query<{ n: number }>('SELECT count(*)::int AS n FROM t')).rows).toEqual([
+      { n: 20000 },
+    ]);
+    expect((await second.query<{ x: number }>('SELECT x FROM t WHERE x = 42')).rows).toEqual([{ x: 42 }]);
     await second.close();
     // Loading never writes back: the template stays the pristine initdb.
     expect(readFileSync(path).equals(saved)).toBe(true);
+  });
+
+  it("uses PGlite's own loader when the file-system path fails, and still starts from the saved cluster", async () => {
+    const path = join(dir, 'fallback.tar.gz');
+    const { module } = observed();
+    await (await createInMemoryPGlite<PGlite>(module, path)).close();
+    const starts: string[][] = [];
+    const withoutFs: PGliteModule = {
+      // A MemoryFS whose data directory cannot be found: the fast path must give way, not fail the start.
+      MemoryFS: class extends pglite.MemoryFS {
+        override async initialSyncFs(): Promise<void> {
+          throw new Error('no data directory');
+        }
+      },
+      PGlite: {
+        defaultStartParams: pglite.PGlite.defaultStartParams,
+        create: (options) => {
+          starts.push(Object.keys(options ?? {}).sort());
+          return pglite.PGlite.create(options);
+        },
+      },
+    };
+    const db = await createInMemoryPGlite<PGlite>(withoutFs, path);
+    expect(starts).toEqual([
+      ['fs', 'startParams'],
+      ['loadDataDir', 'startParams'],
+    ]);
+    expect(await settings(db)).toEqual({ shared_buffers: '1024 8kB', wal_segment_size: '1048576 B' });
+    await db.close();
   });
 });

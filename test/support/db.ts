@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll } from 'vitest';
 import { createLedger, type Ledger, type LedgerOptions } from '../../src/index.js';
+import { openPGlite, type PGliteLike } from '../../src/ledger/drivers/pglite.js';
 
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
@@ -53,25 +53,25 @@ export function postgresBackend(): Backend {
   };
 }
 
-/** The embedded path: one in-memory PGlite per file. */
+/** The embedded path: one in-memory PGlite per file, opened as the embedded default opens it (saved initdb, settings). */
 export function pgliteBackend(): Backend {
   // Created on first use: starting PGlite compiles WebAssembly, which would stall other suites' timings.
-  let instance: PGlite | undefined;
+  let instance: Promise<PGliteLike> | undefined;
   const database = () => {
-    instance ??= new PGlite();
+    instance ??= openPGlite('memory://');
     return instance;
   };
   const ledgers: Ledger[] = [];
   afterAll(async () => {
     await Promise.allSettled(ledgers.map((l) => l.close({ timeoutSeconds: 0.5 })));
-    await instance?.close();
+    await (await instance)?.close();
   });
   return {
     name: 'pglite',
     async open(options = {}) {
       const schema = options.schema ?? uniqueSchema();
       const ledger = await createLedger({
-        pglite: database() as never,
+        pglite: (await database()) as never,
         telemetry: false,
         ...options,
         schema,
@@ -80,7 +80,7 @@ export function pgliteBackend(): Backend {
       return { ...ledger, schema };
     },
     async sql(text, params) {
-      return (await database().query(text, params)).rows as never;
+      return (await (await database()).query(text, params)).rows as never;
     },
   };
 }

@@ -3,15 +3,51 @@ import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+import type { MemoryFS } from '@electric-sql/pglite';
+import { readTar } from './pglite-tar.js';
 
 /**
  * Most of an in-memory PGlite's start-up is its initdb, which builds the same cluster every time. The first start
- * saves that cluster (a gzipped tarball, about 4.5 MB) under the OS temp directory, keyed by the PGlite version;
- * later starts load it instead of running initdb. Any failure to read or write it only costs the slow start.
+ * saves that cluster (a gzipped tarball, about 4.5 MB) under the OS temp directory, keyed by the PGlite version and
+ * the cluster's shape; later starts load it instead of running initdb. Any failure to read or write it only costs
+ * the slow start.
  */
-interface PGliteStatic {
-  create(options?: { loadDataDir?: Blob }): Promise<{ dumpDataDir(compression: 'gzip'): Promise<Blob> }>;
+export interface PGliteModule {
+  readonly PGlite: {
+    readonly defaultStartParams: readonly string[];
+    create(options?: {
+      loadDataDir?: Blob;
+      fs?: MemoryFS;
+      startParams?: string[];
+      initDbStartParams?: string[];
+    }): Promise<{ dumpDataDir(compression: 'gzip'): Promise<Blob> }>;
+  };
+  readonly MemoryFS: typeof MemoryFS;
 }
+
+/** The parts of Emscripten's file system used to fill the data directory. */
+interface EmscriptenFS {
+  mkdirTree(path: string): void;
+  writeFile(path: string, data: Uint8Array, options: { canOwn: boolean }): void;
+}
+
+/**
+ * initdb's WAL segment is 16 MB, held whole in memory by the in-memory file system; 1 MB segments (the least
+ * initdb allows) keep the cluster at about 31 MB instead of 40 MB. Part of the template's key: a cluster saved
+ * with other options is never loaded.
+ */
+const INITDB_ARGS = ['--wal-segsize=1'] as const;
+const TEMPLATE_SHAPE = 'wal1';
+
+/**
+ * Server settings of an in-memory cluster, measured in docs/performance.md ("Embedded start"). Shared memory is
+ * resident from the start: the WebAssembly memory holds about 14 MiB plus all of `shared_buffers` (128 MB in PGlite).
+ * With the data files already in memory, shared buffers only save a copy from one memory to another: 8 MB
+ * cuts about 120 MiB of RSS. `wal_buffers` follows (1/32 of it).
+ */
+const IN_MEMORY_SETTINGS = { shared_buffers: '8MB' } as const satisfies Record<string, string>;
 
 async function templatePath(): Promise<string | undefined> {
   try {
@@ -21,28 +57,88 @@ async function templatePath(): Promise<string | undefined> {
       version?: unknown;
     };
     if (typeof manifest.version !== 'string' || !/^[\w.+-]+$/.test(manifest.version)) return undefined;
-    return join(tmpdir(), `tool-ledger-pglite-${manifest.version}-initdb.tar.gz`);
+    return join(tmpdir(), `tool-ledger-pglite-${manifest.version}-${TEMPLATE_SHAPE}-initdb.tar.gz`);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * PGlite's own loader (`loadDataDir`) holds the archive three times over (gunzipped as chunks, joined, then one copy
+ * per file) and looks every parent directory up again for each of the cluster's 1,000 files: about a second and,
+ * through the allocator's fragmentation, some 40 MiB that stay resident. This in-memory file system writes the
+ * cluster into the data directory before Postgres looks for it, each file a view into one archive buffer that the
+ * file system takes over (`canOwn`): a file Postgres extends is copied out of it then.
+ */
+function templateFs(MemoryFSClass: typeof MemoryFS, archive: Promise<Uint8Array | undefined>): MemoryFS {
+  return new (class extends MemoryFSClass {
+    override async initialSyncFs(): Promise<void> {
+      await super.initialSyncFs();
+      const module = this.pg?.Module as { FS: EmscriptenFS; ENV: { PGDATA?: unknown } } | undefined;
+      const root = module?.ENV.PGDATA;
+      if (!module || typeof root !== 'string') throw new Error('PGlite exposes no data directory to fill');
+      const made = new Set<string>();
+      const mkdir = (path: string) => {
+        if (made.has(path)) return;
+        module.FS.mkdirTree(path);
+        made.add(path);
+      };
+      const tar = await archive;
+      if (!tar) throw new Error('the saved cluster does not unzip');
+      mkdir(root);
+      for (const entry of readTar(tar)) {
+        const path = `${root}/${entry.path}`;
+        if (entry.kind === 'directory') mkdir(path);
+        else {
+          mkdir(dirname(path));
+          module.FS.writeFile(path, entry.data, { canOwn: true });
+        }
+      }
+    }
+  })();
+}
+
+function startParams(PGlite: PGliteModule['PGlite']): string[] {
+  const settings = Object.entries(IN_MEMORY_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
+  return [...PGlite.defaultStartParams, ...settings];
+}
+
+/** A start from the saved cluster, or undefined when it cannot be loaded (the caller runs initdb). */
+async function startFromSaved(
+  { PGlite, MemoryFS }: PGliteModule,
+  saved: Buffer,
+  startParams: string[],
+): Promise<unknown> {
+  // Unzipped on the thread pool while PGlite compiles its WebAssembly; a bad file fails the start below.
+  const archive = promisify(gunzip)(saved).catch(() => undefined);
+  try {
+    return await PGlite.create({ fs: templateFs(MemoryFS, archive), startParams });
+  } catch {
+    // PGlite's own loader next, in case this one no longer fits PGlite's internals.
+  }
+  const tar = await archive;
+  if (!tar) return undefined;
+  try {
+    // Given unzipped: PGlite's own unzip leaves a rejection unhandled on a corrupt file.
+    return await PGlite.create({ loadDataDir: new Blob([tar]), startParams });
   } catch {
     return undefined;
   }
 }
 
 export async function createInMemoryPGlite<T>(
-  PGlite: PGliteStatic,
+  pglite: PGliteModule,
   path: string | undefined = undefined,
 ): Promise<T> {
   path ??= await templatePath();
+  const params = startParams(pglite.PGlite);
   if (path) {
     const saved = await readFile(path).catch(() => undefined);
-    if (saved) {
-      try {
-        return (await PGlite.create({ loadDataDir: new Blob([saved]) })) as T;
-      } catch {
-        await unlink(path).catch(() => {});
-      }
-    }
+    const db = saved && (await startFromSaved(pglite, saved, params));
+    if (db) return db as T;
+    if (saved) await unlink(path).catch(() => {});
   }
-  const db = await PGlite.create();
+  const db = await pglite.PGlite.create({ startParams: params, initDbStartParams: [...INITDB_ARGS] });
   if (path) {
     try {
       // Written whole under a unique name, then renamed: a parallel start never reads half a file.

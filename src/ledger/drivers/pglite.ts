@@ -25,7 +25,7 @@ export function pgliteDriver(db: PGliteLike, ownsDb: boolean): Driver {
 
 /** Opens PGlite lazily so pg users never load its WebAssembly. In memory, it starts from a saved initdb. */
 export async function openPGlite(dataDir: string | undefined): Promise<PGliteLike> {
-  const { PGlite } = await import('@electric-sql/pglite');
-  if (dataDir === undefined || dataDir === 'memory://') return createInMemoryPGlite<PGliteLike>(PGlite);
-  return (await PGlite.create(dataDir)) as unknown as PGliteLike;
+  const pglite = await import('@electric-sql/pglite');
+  if (dataDir === undefined || dataDir === 'memory://') return createInMemoryPGlite<PGliteLike>(pglite);
+  return (await pglite.PGlite.create(dataDir)) as unknown as PGliteLike;
 }

@@ -167,7 +167,7 @@ const CERTAIN: readonly Detector[] = [
   {
     name: 'API key prefixes',
     pattern: re(
-      '(?<![\\w-])(?:sk-(?:proj-|ant-|svcacct-|admin-)?[\\w-]{16,512}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,256}|whsec_[A-Za-z0-9+/=]{16,128}|gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_\\w{20,255}|xox[abprs]-[\\w-]{10,255}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[\\w-]{35}|glpat-[\\w-]{20,64}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,64}|SG\\.[\\w-]{16,64}\\.[\\w-]{16,128})',
+      '(?<![A-Za-z0-9-])(?:sk-(?:proj-|ant-|svcacct-|admin-)?[\\w-]{16,512}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,256}|whsec_[A-Za-z0-9+/=]{16,128}|gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_\\w{20,255}|xox[abprs]-[\\w-]{10,255}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[\\w-]{35}|glpat-[\\w-]{20,64}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,64}|SG\\.[\\w-]{16,64}\\.[\\w-]{16,128})',
     ),
     judge: whole(LABEL.SECRET),
   },
@@ -203,6 +203,15 @@ const CERTAIN: readonly Detector[] = [
       '(?<![\\p{L}\\p{N}_.\\-])([\\p{L}_][\\p{L}\\p{N}_.\\-]{0,63})((?:\\\\{1,3})?["\']?\\s{0,3}[:=]\\s{0,3})(\\\\{1,3}"[^"\\n]{0,4096}?\\\\{1,3}"|"[^"\\n]{0,4096}"|\'[^\'\\n]{0,4096}\'|[^\\s&,;)}\\]"\']{1,4096})',
     ),
     judge: group(3, LABEL.REDACTED, (m) => isSensitiveField(m[1] ?? '')),
+  },
+  {
+    name: 'sensitive name/value pair',
+    // [{"name":"password","value":"hunter2"}] serialized into a string (escaped or not): the value is named by
+    // the field beside it, as in the structured rule for pairs.
+    pattern: re(
+      '(\\\\{0,3}")(?:name|key|field|label|header|param|parameter|attribute|id)\\1\\s{0,3}:\\s{0,3}\\1([^"\\\\\\n]{1,64})\\1\\s{0,3},\\s{0,3}\\1(?:value|values|val|content|text|data)\\1\\s{0,3}:\\s{0,3}(\\1[^"\\n]{0,4096}?\\1|[^\\s,}\\]]{1,4096})',
+    ),
+    judge: group(3, LABEL.REDACTED, (m) => isSensitiveField(m[2] ?? '')),
   },
   {
     name: 'credential in words',
@@ -393,7 +402,8 @@ const CONTEXTUAL: readonly Detector[] = [
   {
     name: 'phone number',
     pattern: re(
-      '(?<![\\p{L}\\p{N}_+\\-.:/])(?:(?:\\+|00)\\d{1,3}[ .\\-]{0,2})?(?:\\(\\d{1,5}\\)[ .\\-]{0,2})?\\d{1,8}(?:[ .\\-]{1,2}\\d{1,8}){0,5}(?![\\p{N}]|[\\-.]\\p{N})',
+      // After an underscore only a `+` or `(` starts a number (call_+14155550132); digits there are an id's part.
+      '(?<![\\p{L}\\p{N}+\\-.:/])(?<!_(?=\\d))(?:(?:\\+|00)\\d{1,3}[ .\\-]{0,2})?(?:\\(\\d{1,5}\\)[ .\\-]{0,2})?\\d{1,8}(?:[ .\\-]{1,2}\\d{1,8}){0,5}(?![\\p{N}]|[\\-.]\\p{N})',
     ),
     judge: phone,
   },

@@ -167,7 +167,7 @@ describe('structured values', () => {
   });
 });
 
-describe('labelled-only values (passwords, hex API keys, bare ZIPs, passports)', () => {
+describe('labelled-only values (passwords, hex API keys, bare ZIPs, passports) and glued values', () => {
   it.each([
     ['my api key hex is 9f2c4e6a8b0d1f3e5a7c9e1b3d5f7a9c', 'my api key hex is [SECRET]'],
     ['my passport is X12345678', 'my passport is [NATIONAL_ID]'],
@@ -177,6 +177,16 @@ describe('labelled-only values (passwords, hex API keys, bare ZIPs, passports)',
       'Saved {\\"password\\":[REDACTED],\\"zip\\":[REDACTED]}',
     ],
     ['token refresh failed: timeout', 'token refresh failed: timeout'],
+    ['call_+14155550132', 'call_[PHONE]'],
+    [
+      'Saved [{"key":"zip","value":"30301"},{"key":"amount","value":"12000"}]',
+      'Saved [{"key":"zip","value":[REDACTED]},{"key":"amount","value":"12000"}]',
+    ],
+    [
+      '{\\"name\\":\\"api_key\\",\\"value\\":\\"9f2c4e6a\\"}',
+      '{\\"name\\":[REDACTED],\\"value\\":[REDACTED]}',
+    ],
+    ['call_sk-proj-Xk4Jq9Lm2Np7Rs5Tv8Wy1Za3Bc6De0Fg', 'call_[SECRET]'],
     ['Amount 12000, order 20261201', 'Amount 12000, order 20261201'],
   ])('%s', (text, expected) => {
     expect(redactor.redactText(text)).toBe(expected);
