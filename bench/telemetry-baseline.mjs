@@ -1,6 +1,8 @@
 // tool-ledger with a real SDK (batch processors, OTLP/HTTP export, scrubbing) against the hand-written baseline of
 // bench/baselines.mjs: once bare, once with a hand-written span, log record and counter per call on the same SDK.
-// The SDK stays registered for every side; the sides run interleaved in paired chunks at concurrency 16.
+// The SDK stays registered for every side; the sides run interleaved in paired chunks at concurrency 16. A fourth
+// side, tool-ledger with telemetry off, shows what tool-ledger's telemetry adds on top of its own ledger work: its
+// ratio to the with-telemetry side, next to the hand-written telemetry's own cost (hand-written with / without).
 //
 // Run: npm run build && node bench/telemetry-baseline.mjs   Env: DATABASE_URL, BENCH_CALLS (default 8000)
 import { metrics, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -43,7 +45,7 @@ try {
   await withPostgres(async (url) => {
     const admin = new pg.Pool({ connectionString: url, max: 1 });
     const tag = Date.now().toString(36);
-    const schemas = [`bench_th_${tag}`, `bench_thi_${tag}`, `bench_tl_${tag}`];
+    const schemas = [`bench_th_${tag}`, `bench_thi_${tag}`, `bench_tl_${tag}`, `bench_tln_${tag}`];
     try {
       const sides = {
         hand: await handWritten(url, schemas[0], { concurrency: CONCURRENCY }),
@@ -52,6 +54,7 @@ try {
           instrument: handInstrumentation(),
         }),
         ledger: await toolLedger(url, schemas[2], { telemetry: { keyHashSecret: 'bench-secret' } }),
+        ledgerOff: await toolLedger(url, schemas[3], { telemetry: false }),
       };
       const chunks = Math.max(1, Math.round(CALLS / CHUNK));
       const result = await pairedChunks({
@@ -82,6 +85,17 @@ try {
         'first execution (calls/s)': row('first', ['>= 0.85', '>= 0.90']),
         'replay (calls/s)': row('replay', ['>= 1.00', '>= 0.90']),
       });
+      // What each side's telemetry costs it: with telemetry over without, for tool-ledger and for the hand-written code.
+      const cost = (phase) => {
+        const { rate, rounds } = result[phase];
+        return {
+          'tool-ledger, telemetry off': fmt(rate.ledgerOff),
+          'tool-ledger off vs hand-written': fmtRatio(pairRatio(rounds, 'ledgerOff', 'hand')),
+          'tool-ledger with / without telemetry': fmtRatio(pairRatio(rounds, 'ledger', 'ledgerOff')),
+          'hand-written with / without telemetry': fmtRatio(pairRatio(rounds, 'handOtel', 'hand')),
+        };
+      };
+      console.table({ 'first execution': cost('first'), replay: cost('replay') });
     } finally {
       for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
       await admin.end();

@@ -9,13 +9,14 @@ import {
   SpanStatusCode,
   TraceFlags,
   trace,
-  type UpDownCounter,
 } from '@opentelemetry/api';
 import type { CallScope, CallStart, Decision, LedgerOperation, SpanRef } from '../contract/observer.js';
 import { OUTCOME_INFO } from '../contract/outcomes.js';
 import { put } from './attributes.js';
+import type { SumSeries } from './call-sums.js';
 import { captureContent } from './content.js';
 import { describeError, type ErrorInfo } from './error-info.js';
+import { LEDGER_OPERATION_ATTRIBUTES, type MetricLabels } from './metric-labels.js';
 import type { ObserverConfig } from './observer-config.js';
 import { safeExecute } from './safe.js';
 import {
@@ -75,8 +76,8 @@ export class OtelCallScope implements CallScope {
   readonly #attributes: Attributes = {};
   /** The part of `#attributes` learned at the decision, set on the span at its end. */
   readonly #decisionAttributes: Attributes = {};
-  readonly #metricAttributes: Attributes = {};
-  #inFlight: UpDownCounter | undefined;
+  #labels: MetricLabels | undefined;
+  #inFlight: SumSeries | undefined;
   #ended = false;
 
   constructor(config: ObserverConfig, start: CallStart) {
@@ -130,10 +131,7 @@ export class OtelCallScope implements CallScope {
     put(a, ATTR.TENANT_ID, config.tenantLabel(tenant));
     put(a, ATTR.TOOL_KIND, kind);
     Object.assign(a, config.keyAttributes(key));
-    const m = this.#metricAttributes;
-    put(m, ATTR.GEN_AI_TOOL_NAME, tool);
-    put(m, ATTR.TOOL_KIND, kind);
-    if (typeof tenant === 'string' && config.metricTenants.has(tenant)) put(m, ATTR.TENANT_ID, tenant);
+    this.#labels = config.metricLabels(tool, kind, tenant);
   }
 
   readonly run = <T>(fn: () => T): T => {
@@ -156,7 +154,8 @@ export class OtelCallScope implements CallScope {
     safeExecute('span attributes', () => {
       if (typeof hash !== 'string') return;
       const keyed = this.#config.paramsHash(hash);
-      put(this.#attributes, ATTR.PARAMS_HASH, keyed);
+      if (keyed === undefined) return;
+      this.#attributes[ATTR.PARAMS_HASH] = keyed;
       this.#span?.setAttribute(ATTR.PARAMS_HASH, keyed);
     });
   };
@@ -166,25 +165,26 @@ export class OtelCallScope implements CallScope {
       if (!KNOWN_OPERATIONS.has(operation) || !Number.isFinite(seconds) || seconds < 0) return;
       this.#config.signals
         .instruments()
-        .ledgerOperationDuration.record(seconds, { [ATTR.LEDGER_OPERATION]: operation });
+        .ledgerOperationDuration.record(seconds, LEDGER_OPERATION_ATTRIBUTES[operation]);
     });
   };
 
   readonly handlerStarted = (): void => {
     safeExecute('in-flight metric', () => {
-      if (this.#inFlight) return;
-      // Kept so the decrement goes to the same instrument even if the global meter provider changes meanwhile.
-      const counter = this.#config.signals.instruments().runsInFlight;
-      counter.add(1, this.#metricAttributes);
-      this.#inFlight = counter;
+      const labels = this.#labels;
+      if (this.#inFlight || !labels) return;
+      // Kept so the decrement goes to the same series even if the global meter provider changes meanwhile.
+      const series = this.#config.signals.instruments().sums.inFlight.series(labels.key, labels.attributes);
+      series.value += 1;
+      this.#inFlight = series;
     });
   };
 
   readonly handlerFinished = (): void => {
     safeExecute('in-flight metric', () => {
-      const counter = this.#inFlight;
+      const series = this.#inFlight;
       this.#inFlight = undefined;
-      counter?.add(-1, this.#metricAttributes);
+      if (series) series.value -= 1;
     });
   };
 
@@ -288,15 +288,14 @@ export class OtelCallScope implements CallScope {
   }
 
   #recordMetrics(decision: Decision, error: ErrorInfo | undefined): void {
+    const labels = this.#labels;
+    if (!labels) return;
     const instruments = this.#config.signals.instruments();
-    const attributes: Attributes = { ...this.#metricAttributes };
-    put(attributes, ATTR.OUTCOME, decision.outcome);
-    instruments.calls.add(1, attributes);
+    const { key, attributes, withErrorType } = labels.outcome(decision.outcome, errorType(decision, error));
+    instruments.sums.calls.series(key, attributes).value += 1;
     const ranHandler = KNOWN_OUTCOMES.has(decision.outcome) && OUTCOME_INFO[decision.outcome].ranHandler;
     if (ranHandler && Number.isFinite(decision.executionSeconds) && (decision.executionSeconds ?? -1) >= 0) {
-      const withError: Attributes = { ...attributes };
-      put(withError, ATTR.ERROR_TYPE, errorType(decision, error));
-      instruments.executeDuration.record(decision.executionSeconds as number, withError);
+      instruments.executeDuration.record(decision.executionSeconds as number, withErrorType);
     }
     const waitedMs = decision.waitedMs;
     if (typeof waitedMs === 'number' && Number.isFinite(waitedMs) && waitedMs > 0) {

@@ -1,26 +1,24 @@
-import type { Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api';
-import { DURATION_BUCKETS_SECONDS, METRIC, OUTCOMES, UNIT } from './vocabulary.js';
+import type { Histogram, MeterProvider, UpDownCounter } from '@opentelemetry/api';
+import { type CallSums, callSums } from './call-sums.js';
+import { DURATION_BUCKETS_SECONDS, INSTRUMENTATION_SCOPE, METRIC, UNIT } from './vocabulary.js';
 
 export interface Instruments {
-  readonly calls: Counter;
   readonly executeDuration: Histogram;
   readonly waitDuration: Histogram;
   readonly ledgerOperationDuration: Histogram;
-  readonly runsInFlight: UpDownCounter;
   readonly unsavedResults: UpDownCounter;
+  /** `tool_ledger.tool.calls` and `tool_ledger.runs.in_flight`: counted in this process, observed at collection. */
+  readonly sums: CallSums;
 }
 
-export function createInstruments(meter: Meter): Instruments {
+export function createInstruments(provider: MeterProvider): Instruments {
+  const meter = provider.getMeter(INSTRUMENTATION_SCOPE);
   const seconds = (description: string) => ({
     description,
     unit: UNIT.SECONDS,
     advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
   });
   return {
-    calls: meter.createCounter(METRIC.TOOL_CALLS, {
-      description: `Tool calls by outcome (${OUTCOMES.join(', ')}).`,
-      unit: UNIT.CALLS,
-    }),
     executeDuration: meter.createHistogram(
       METRIC.EXECUTE_TOOL_DURATION,
       seconds('Handler run time of calls that executed the tool (outcome executed or failed).'),
@@ -33,14 +31,11 @@ export function createInstruments(meter: Meter): Instruments {
       METRIC.LEDGER_OPERATION_DURATION,
       seconds('Client-side duration of ledger statements (claim, complete, lookup).'),
     ),
-    runsInFlight: meter.createUpDownCounter(METRIC.RUNS_IN_FLIGHT, {
-      description: 'Tool handlers running in this process.',
-      unit: UNIT.RUNS,
-    }),
     unsavedResults: meter.createUpDownCounter(METRIC.UNSAVED_RESULTS, {
       description:
         'Outcomes whose completion failed, kept in this process until the database takes them (bounded by maxUnsavedResults).',
       unit: UNIT.RESULTS,
     }),
+    sums: callSums(provider),
   };
 }

@@ -1,4 +1,5 @@
 import type { Attributes } from '@opentelemetry/api';
+import { boundedCache } from './bounded-cache.js';
 import { hashKey } from './key-hash.js';
 import { isAcceptableKey, isRawSafeKey } from './key-policy.js';
 import { type DeploymentSecret, newSecret } from './key-secret.js';
@@ -51,26 +52,17 @@ export function keyAttributes(
   return hash === undefined ? {} : { [ATTR.IDEMPOTENCY_KEY_HASH]: hash };
 }
 
-const CACHE_LIMIT = 1000;
-
 /**
- * `keyAttributes` with the answers for recent keys remembered: a retried call repeats its key. Cleared when full
- * rather than evicting one by one.
+ * `keyAttributes` with the answers for recent keys remembered: a retried or replayed call repeats its key.
  */
 export function cachedKeyAttributes(
   mode: KeyMode,
   secret: string,
   redactor: Redactor,
 ): (key: string | undefined) => Readonly<Attributes> {
-  const cache = new Map<string, Attributes>();
-  return (key) => {
-    // Before the lookup: a refused 1 MB key would cost a hash of all of it, and then be kept in the cache.
-    if (typeof key !== 'string' || !isAcceptableKey(key)) return {};
-    const hit = cache.get(key);
-    if (hit !== undefined) return hit;
-    const attributes = keyAttributes(key, mode, secret, redactor);
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(key, attributes);
-    return attributes;
-  };
+  const cached = boundedCache((key) => Object.freeze(keyAttributes(key, mode, secret, redactor)));
+  // Checked before the lookup: a refused 1 MB key would cost a hash of all of it, and then be kept in the cache.
+  return (key) => (typeof key === 'string' && isAcceptableKey(key) ? (cached(key) ?? NO_KEY) : NO_KEY);
 }
+
+const NO_KEY: Readonly<Attributes> = Object.freeze({});

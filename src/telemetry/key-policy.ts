@@ -19,9 +19,8 @@ const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 // No ':' or '=': a label and a value (`refund:…`) says the value came from somewhere, so it is hashed.
 const CONSERVATIVE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-// Secret-like runs: upper, lower and digits mixed in one run (Tr0ub4dor), or 16+ hex digits (an API key).
-const SECRET_LIKE =
-  /(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{6,}|[0-9a-f]{16,}/;
+const ALNUM_RUN = /[A-Za-z0-9]{6,}/g;
+const HEX_RUN = /[0-9a-f]{16,}/;
 const ALLOWED = new Set(DEFAULT_ALLOWED_WORDS);
 
 /** The cheap checks the ledger applies to a key, run before any scrubbing: a key failing them is never scrubbed. */
@@ -35,15 +34,36 @@ export function isAcceptableKey(key: string): boolean {
   );
 }
 
+/** Character counts of `entropyPerChar`, left all zero between calls. */
+const COUNTS = new Uint8Array(128);
+
+/** Shannon entropy of an ASCII `text` (TOKEN has passed) of at most 128 characters. */
 function entropyPerChar(text: string): number {
-  const counts = new Map<string, number>();
-  for (const c of text) counts.set(c, (counts.get(c) ?? 0) + 1);
+  // Runs on every new key: a table by character code rather than a Map, summed in first-seen order as a Map is.
+  const seen: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i) & 127;
+    if (COUNTS[code] === 0) seen.push(code);
+    COUNTS[code] = (COUNTS[code] ?? 0) + 1;
+  }
   let bits = 0;
-  for (const n of counts.values()) {
-    const p = n / text.length;
+  for (const code of seen) {
+    const p = (COUNTS[code] ?? 0) / text.length;
     bits -= p * Math.log2(p);
+    COUNTS[code] = 0;
   }
   return bits;
+}
+
+/**
+ * Secret-like runs: upper, lower and digits mixed in one run of 6+ letters and digits (Tr0ub4dor), or 16+ hex
+ * digits (an API key). One pass over the runs rather than one lookahead pattern tried at every position.
+ */
+function hasSecretLikeRun(key: string): boolean {
+  for (const run of key.match(ALNUM_RUN) ?? []) {
+    if (/[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run)) return true;
+  }
+  return HEX_RUN.test(key);
 }
 
 /** Alphabetic parts, split at digits, separators and camel-case humps: `refundPriya2` → refund, Priya. */
@@ -65,7 +85,7 @@ function isOpaqueToken(key: string): boolean {
 const DIGIT_GROUPS = /\d{1,4}[-.:_]\d{1,4}[-.:_]\d{2,4}/;
 
 function passesConservativeCheck(key: string, scrub: (text: string) => string): boolean {
-  if (!CONSERVATIVE.test(key) || DIGIT_GROUPS.test(key) || SECRET_LIKE.test(key)) return false;
+  if (!CONSERVATIVE.test(key) || DIGIT_GROUPS.test(key) || hasSecretLikeRun(key)) return false;
   const dicts = dictionaries();
   for (const part of letterParts(key)) {
     const lower = part.toLowerCase();

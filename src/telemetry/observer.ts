@@ -1,9 +1,11 @@
 import type { CallObserver } from '../contract/observer.js';
+import { boundedCache } from './bounded-cache.js';
 import { OtelCallScope } from './call-scope.js';
 import { cachedKeyAttributes, resolveSecret } from './key-attributes.js';
 import { hashKey } from './key-hash.js';
 import { isAcceptableKey } from './key-policy.js';
 import { configuredSecret, type DeploymentSecret } from './key-secret.js';
+import { metricLabelsCache } from './metric-labels.js';
 import type { ObserverConfig } from './observer-config.js';
 import type { TelemetryOptions } from './options.js';
 import { createSignals } from './providers.js';
@@ -13,24 +15,13 @@ import { validateTelemetryOptions } from './validate-options.js';
 import { ATTR, SPAN_NAME_PREFIX } from './vocabulary.js';
 
 const DEFAULT_MAX_CONTENT_LENGTH = 4096;
-const CACHE_LIMIT = 1000;
 
-/**
- * Caches the scrubbed form of low-cardinality strings (tenants, log bodies) so that scrubbing them costs a map
- * lookup per call. Cleared when full rather than evicting one by one: high cardinality here means the cache is
- * not helping anyway.
- */
+/** Caches the scrubbed form of low-cardinality strings (tenants, log bodies), so that scrubbing them is a lookup. */
 function scrubCache(scrub: (text: string) => string): (text: string) => string | undefined {
-  const cache = new Map<string, string>();
-  return (text) => {
-    const hit = cache.get(text);
-    if (hit !== undefined) return hit;
+  return boundedCache((text) => {
     const scrubbed = safeExecute('redactor.redactText', () => scrub(text));
-    if (typeof scrubbed !== 'string') return undefined;
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(text, scrubbed);
-    return scrubbed;
-  };
+    return typeof scrubbed === 'string' ? scrubbed : undefined;
+  });
 }
 
 /**
@@ -55,8 +46,8 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
     maxContentLength,
     keyAttributes: cachedKeyAttributes(options.keyMode ?? 'auto', secret, redactor),
     // Keyed, so a low-entropy input ({email, ssn}) cannot be recovered by hashing candidates.
-    paramsHash: (hash) => hashKey(hash, secret),
-    metricTenants: new Set(options.metricTenants ?? []),
+    paramsHash: boundedCache((hash) => hashKey(hash, secret)),
+    metricLabels: metricLabelsCache(new Set(options.metricTenants ?? [])),
     // The ledger's own limits first (1024 characters, no NUL): a tenant it refuses is never scrubbed.
     tenantLabel: (tenant) =>
       typeof tenant === 'string' && tenant.length <= 1024 && !tenant.includes('\u0000')

@@ -32,9 +32,7 @@ export interface Signals {
 
 export function createSignals(options: TelemetryOptions): Signals {
   const tracerFor = memoByProvider((provider: TracerProvider) => provider.getTracer(INSTRUMENTATION_SCOPE));
-  const instrumentsFor = memoByProvider((provider: ReturnType<typeof metrics.getMeterProvider>) =>
-    createInstruments(provider.getMeter(INSTRUMENTATION_SCOPE)),
-  );
+  const instrumentsFor = memoByProvider(createInstruments);
   const loggerFor = memoByProvider((provider: LoggerProvider) => provider.getLogger(INSTRUMENTATION_SCOPE));
   return {
     tracer: () => tracerFor(options.tracerProvider ?? trace.getTracerProvider()),
