@@ -102,8 +102,9 @@ BEGIN
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $body$
       SELECT r.tenant_id, r.tool_name,
-        -- Shown only when it cannot be an email, a phone, card or account number, or free text.
-        CASE WHEN r.idempotency_key ~ '^[A-Za-z0-9_.:-]{1,128}$' AND r.idempotency_key !~ '[0-9][0-9 .-]{5,}[0-9]'
+        -- Shown only when it cannot be an email, a phone, card or account number, or free text; a label:value
+        -- key is hidden, as telemetry hashes it.
+        CASE WHEN r.idempotency_key ~ '^[A-Za-z0-9_.-]{1,128}$' AND r.idempotency_key !~ '[0-9][0-9 .-]{5,}[0-9]'
           THEN r.idempotency_key END,
         encode(sha256(p.opad || sha256(p.ipad || convert_to(r.idempotency_key, 'UTF8'))), 'hex'),
         r.status, r.final, r.attempt, r.conflict_count, r.last_conflict_at, r.parameter_hash, r.job_id,

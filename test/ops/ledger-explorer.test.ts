@@ -20,6 +20,7 @@ const sqlTargets = targets.filter((t) => t.datasourceType === 'grafana-postgresq
 const SECRET = 'explorer-test-secret';
 const USER = 'user-4711';
 const EMAIL_KEY = 'maria@example.com';
+const LABELLED_KEY = 'refund:priya';
 const REASON = 'declined for maria.rossi@example.org';
 
 const harness = new TelemetryHarness().registerGlobal();
@@ -65,6 +66,7 @@ beforeAll(async () => {
   ).rejects.toThrow();
   await invoice.call({ amount: 5 }, { tenant: "o'brien & co", key: "it's-1" });
   await invoice.call({ amount: 7 }, { tenant: 'acme', key: EMAIL_KEY, user: USER });
+  await invoice.call({ amount: 8 }, { tenant: 'acme', key: LABELLED_KEY, user: USER });
   await expect(
     charge.call({ amount: 1 }, { tenant: 'globex', key: 'charge-7', user: USER }),
   ).rejects.toThrow();
@@ -133,6 +135,11 @@ describe('ledger explorer dashboard', () => {
     expect(JSON.stringify(typed)).not.toContain(EMAIL_KEY);
     // It hashes only keys the ledger holds: no oracle for reversing the hashes in Jaeger by trying candidates.
     expect(await asReader(`SELECT key_hash_of('someone.else@example.com') AS h`)).toEqual([{ h: null }]);
+    // A label:value key is hashed by telemetry, so the view hides it too.
+    const labelled = await panel('Runs matching tenant / tool / key', { key: LABELLED_KEY });
+    expect(labelled).toEqual([
+      expect.objectContaining({ idempotency_key: null, key_hash: hashKey(LABELLED_KEY, SECRET) }),
+    ]);
   });
 
   it('takes values with quotes safely (sqlstring formatting)', async () => {
@@ -265,7 +272,7 @@ describe('dashboard variables', () => {
   });
 
   it('left the view in place after every injection', async () => {
-    expect((await asReader('SELECT count(*)::int AS n FROM ledger_runs'))[0]?.n).toBe(5);
+    expect((await asReader('SELECT count(*)::int AS n FROM ledger_runs'))[0]?.n).toBe(6);
   });
 });
 
