@@ -35,8 +35,12 @@ beforeAll(async () => {
     stderr += chunk;
   });
   client = new Client({ name: 'example-test', version: '1.0.0' });
-  await client.connect(transport);
-});
+  // The server compiles its TypeScript with tsx and starts an in-memory PGlite before it answers `initialize`: on
+  // a loaded CI machine that has taken over the SDK's 60 s default. The server's stderr says why it failed to.
+  await client.connect(transport, { timeout: 110_000 }).catch((error: unknown) => {
+    throw new Error(`the example server did not answer initialize; its stderr:\n${stderr}`, { cause: error });
+  });
+}, 120_000);
 
 afterAll(async () => {
   await client?.close();
