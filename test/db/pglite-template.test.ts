@@ -10,10 +10,13 @@ const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-template-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The real PGlite, with a note of which options each start was given. */
-function observed(): { module: PGliteModule; starts: string[][] } {
+function observed(MemoryFS: PGliteModule['MemoryFS'] = pglite.MemoryFS): {
+  module: PGliteModule;
+  starts: string[][];
+} {
   const starts: string[][] = [];
   const module: PGliteModule = {
-    MemoryFS: pglite.MemoryFS,
+    MemoryFS,
     PGlite: {
       defaultStartParams: pglite.PGlite.defaultStartParams,
       create: (options) => {
@@ -67,22 +70,14 @@ describe('in-memory PGlite from a saved initdb', () => {
     const path = join(dir, 'fallback.tar.gz');
     const { module } = observed();
     await (await createInMemoryPGlite<PGlite>(module, path)).close();
-    const starts: string[][] = [];
-    const withoutFs: PGliteModule = {
-      // A MemoryFS whose data directory cannot be found: the fast path must give way, not fail the start.
-      MemoryFS: class extends pglite.MemoryFS {
+    // A MemoryFS whose data directory cannot be filled: the fast path must give way, not fail the start.
+    const { module: withoutFs, starts } = observed(
+      class extends pglite.MemoryFS {
         override async initialSyncFs(): Promise<void> {
           throw new Error('no data directory');
         }
       },
-      PGlite: {
-        defaultStartParams: pglite.PGlite.defaultStartParams,
-        create: (options) => {
-          starts.push(Object.keys(options ?? {}).sort());
-          return pglite.PGlite.create(options);
-        },
-      },
-    };
+    );
     const db = await createInMemoryPGlite<PGlite>(withoutFs, path);
     expect(starts).toEqual([
       ['fs', 'startParams'],
