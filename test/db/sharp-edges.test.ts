@@ -1,21 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/index.js';
 import { ATTR, METRIC } from '../../src/telemetry/vocabulary.js';
 import { pgliteBackend } from '../support/db.js';
-import { resetGlobals, TelemetryHarness } from '../support/telemetry-harness.js';
+import { useGlobalHarness } from '../support/telemetry-harness.js';
 
 // Issue 14's edges, on PGlite (the rules under test live in TypeScript or in the one claim statement).
 describe('sharp edges', () => {
   const backend = pgliteBackend();
-  let harness: TelemetryHarness;
-
-  beforeEach(() => {
-    harness = new TelemetryHarness().registerGlobal();
-  });
-  afterEach(async () => {
-    await harness.shutdown();
-    resetGlobals();
-  });
+  const harness = useGlobalHarness();
 
   it('refuses a NUL in the tenant or user as CONTEXT_INVALID, counted as rejected (context_invalid)', async () => {
     // Prepare
@@ -29,9 +21,11 @@ describe('sharp edges', () => {
     // Assess
     await expect(byTenant).rejects.toMatchObject({ code: 'CONTEXT_INVALID', retryable: false });
     await expect(byUser).rejects.toMatchObject({ code: 'CONTEXT_INVALID' });
-    const outcomes = (await harness.points(METRIC.TOOL_CALLS)).map((p) => p.attributes[ATTR.OUTCOME]);
+    const outcomes = (await harness().points(METRIC.TOOL_CALLS)).map((p) => p.attributes[ATTR.OUTCOME]);
     expect(outcomes).toEqual(['rejected']);
-    const reasons = harness.finishedSpans().map((s) => s.attributes[ATTR.REJECTED_REASON]);
+    const reasons = harness()
+      .finishedSpans()
+      .map((s) => s.attributes[ATTR.REJECTED_REASON]);
     expect(reasons).toEqual(['context_invalid', 'context_invalid']);
     expect(await backend.sql(`SELECT 1 FROM "${ledger.schema}".tool_runs`)).toEqual([]);
   });

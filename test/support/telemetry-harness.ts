@@ -18,6 +18,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { afterEach, beforeEach } from 'vitest';
 
 /** A metric reader the test pulls from on demand. */
 export class PullReader extends MetricReader {
@@ -90,6 +91,25 @@ export class TelemetryHarness {
 }
 
 /** Clears every global OpenTelemetry registration, so the next test starts from "no SDK". */
+/**
+ * A fresh harness registered globally before each test of the enclosing suite, and shut down (globals reset)
+ * after it. Returns a getter, since each test gets its own harness.
+ */
+export function useGlobalHarness(): () => TelemetryHarness {
+  let harness: TelemetryHarness | undefined;
+  beforeEach(() => {
+    harness = new TelemetryHarness().registerGlobal();
+  });
+  afterEach(async () => {
+    await harness?.shutdown();
+    resetGlobals();
+  });
+  return () => {
+    if (!harness) throw new Error('useGlobalHarness(): the harness exists only inside a test');
+    return harness;
+  };
+}
+
 export function resetGlobals(): void {
   trace.disable();
   metrics.disable();

@@ -1,7 +1,7 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import { LoggerProvider } from '@opentelemetry/sdk-logs';
 import { BasicTracerProvider, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolFailure } from '../../../src/index.js';
 import { hashKey } from '../../../src/telemetry/key-hash.js';
@@ -10,26 +10,18 @@ import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
 import { backends } from '../../support/db.js';
 import {
   failingSpanExporter,
-  resetGlobals,
-  TelemetryHarness,
   throwingSpanProcessor,
+  useGlobalHarness,
 } from '../../support/telemetry-harness.js';
 
 describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend) => {
   const backend = makeBackend();
-  let harness: TelemetryHarness;
-
-  beforeEach(() => {
-    harness = new TelemetryHarness().registerGlobal();
-  });
-
-  afterEach(async () => {
-    await harness.shutdown();
-    resetGlobals();
-  });
+  const harness = useGlobalHarness();
 
   const callSpans = (): ReadableSpan[] =>
-    harness.finishedSpans().filter((s) => s.name.startsWith('execute_tool '));
+    harness()
+      .finishedSpans()
+      .filter((s) => s.name.startsWith('execute_tool '));
 
   it("links a replay's span to the original execution's span", async () => {
     // Prepare
@@ -59,7 +51,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
     });
     expect(original?.attributes[ATTR.PARAMS_HASH]).toBe(hashKey(first.paramsHash!, 's'));
     expect(original?.attributes[ATTR.IDEMPOTENCY_KEY]).toBe('inv_2024_0042');
-    const ops = (await harness.points(METRIC.LEDGER_OPERATION_DURATION)).map(
+    const ops = (await harness().points(METRIC.LEDGER_OPERATION_DURATION)).map(
       (p) => p.attributes[ATTR.LEDGER_OPERATION],
     );
     expect(ops).toContain('claim');
@@ -128,7 +120,9 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
     expect(failed.events.map((e) => e.name)).toContain('exception');
 
     const severities = Object.fromEntries(
-      harness.logRecords().map((r) => [`${r.attributes[ATTR.OUTCOME]}`, r.severityText]),
+      harness()
+        .logRecords()
+        .map((r) => [`${r.attributes[ATTR.OUTCOME]}`, r.severityText]),
     );
     expect(severities).toMatchObject({
       executed: 'INFO',
@@ -137,7 +131,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
       rejected: 'WARN',
       failed: 'ERROR',
     });
-    const wait = await harness.points(METRIC.WAIT_DURATION);
+    const wait = await harness().points(METRIC.WAIT_DURATION);
     expect(wait.length).toBeGreaterThan(0);
   });
 
@@ -200,7 +194,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
     expect(refused?.attributes[ATTR.ERROR_TYPE]).toBe('KEY_REQUIRED');
 
     // Assess: the log record carries error.type, not the description; the duration metric carries error.type
-    const records = harness.logRecords();
+    const records = harness().logRecords();
     expect(records.map((r) => r.attributes[ATTR.ERROR_TYPE])).toEqual([
       'tool_error',
       'tool_error',
@@ -209,7 +203,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
       'KEY_REQUIRED',
     ]);
     for (const r of records) expect(r.attributes).not.toHaveProperty(ATTR.GEN_AI_TOOL_DESCRIPTION);
-    const durations = await harness.points(METRIC.EXECUTE_TOOL_DURATION);
+    const durations = await harness().points(METRIC.EXECUTE_TOOL_DURATION);
     expect(new Set(durations.map((p) => p.attributes[ATTR.ERROR_TYPE]))).toEqual(new Set(['tool_error']));
   });
 

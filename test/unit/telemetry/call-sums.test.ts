@@ -5,12 +5,12 @@ import {
   MeterProvider,
   MetricReader,
 } from '@opentelemetry/sdk-metrics';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CallStart } from '../../../src/contract/observer.js';
 import { InProcessSum } from '../../../src/telemetry/call-sums.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
-import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+import { resetGlobals, TelemetryHarness, useGlobalHarness } from '../../support/telemetry-harness.js';
 
 const start = (tool = 'refund_payment'): CallStart => ({
   tool,
@@ -24,16 +24,7 @@ const start = (tool = 'refund_payment'): CallStart => ({
 
 const observer = () => createOtelObserver({ keyHashSecret: 'test-secret' });
 
-let harness: TelemetryHarness;
-
-beforeEach(() => {
-  harness = new TelemetryHarness().registerGlobal();
-});
-
-afterEach(async () => {
-  await harness.shutdown();
-  resetGlobals();
-});
+const harness = useGlobalHarness();
 
 describe('tool calls and handlers in flight, counted in the process', () => {
   it('add up across ledgers that share a meter provider', async () => {
@@ -48,11 +39,11 @@ describe('tool calls and handlers in flight, counted in the process', () => {
     for (const scope of running) scope.handlerStarted();
 
     // Assess: one series each, holding both ledgers' counts
-    const calls = await harness.points(METRIC.TOOL_CALLS);
+    const calls = await harness().points(METRIC.TOOL_CALLS);
     expect(calls.map((p) => [p.attributes[ATTR.OUTCOME], p.value])).toEqual([['executed', 2]]);
-    expect((await harness.points(METRIC.RUNS_IN_FLIGHT)).map((p) => p.value)).toEqual([2]);
+    expect((await harness().points(METRIC.RUNS_IN_FLIGHT)).map((p) => p.value)).toEqual([2]);
     running[0]?.end({ outcome: 'executed' });
-    expect((await harness.points(METRIC.RUNS_IN_FLIGHT)).map((p) => p.value)).toEqual([1]);
+    expect((await harness().points(METRIC.RUNS_IN_FLIGHT)).map((p) => p.value)).toEqual([1]);
   });
 
   it('are exported per interval to a reader that asks for delta temporality', async () => {
@@ -99,7 +90,7 @@ describe('tool calls and handlers in flight, counted in the process', () => {
       [['replayed', 1]],
     );
     expect(
-      (await harness.points(METRIC.TOOL_CALLS)).map((p) => [p.attributes[ATTR.OUTCOME], p.value]),
+      (await harness().points(METRIC.TOOL_CALLS)).map((p) => [p.attributes[ATTR.OUTCOME], p.value]),
     ).toEqual([['executed', 1]]);
     expect(metrics.getMeterProvider()).toBe(later.meterProvider);
     await later.shutdown();

@@ -3,14 +3,14 @@ import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ToolFailure, ToolLedgerError } from '../../../src/contract/errors.js';
 import type { CallStart, Decision } from '../../../src/contract/observer.js';
 import { hashKey } from '../../../src/telemetry/key-hash.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import type { TelemetryOptions } from '../../../src/telemetry/options.js';
 import { ATTR, DURATION_BUCKETS_SECONDS, LOG_EVENT_NAME, METRIC } from '../../../src/telemetry/vocabulary.js';
-import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+import { resetGlobals, useGlobalHarness } from '../../support/telemetry-harness.js';
 
 const SECRET = 'test-secret';
 
@@ -27,23 +27,14 @@ function start(overrides: Partial<CallStart> = {}): CallStart {
   };
 }
 
-let harness: TelemetryHarness;
-
-beforeEach(() => {
-  harness = new TelemetryHarness().registerGlobal();
-});
-
-afterEach(async () => {
-  await harness.shutdown();
-  resetGlobals();
-});
+const harness = useGlobalHarness();
 
 function observer(options: TelemetryOptions = {}) {
   return createOtelObserver({ keyHashSecret: SECRET, ...options });
 }
 
 function onlySpan(): ReadableSpan {
-  const spans = harness.finishedSpans();
+  const spans = harness().finishedSpans();
   expect(spans).toHaveLength(1);
   return spans[0]!;
 }
@@ -167,7 +158,9 @@ describe('span', () => {
     scope.end({ outcome: 'executed' });
     parent.end();
 
-    const call = harness.finishedSpans().find((s) => s.name.startsWith('execute_tool'))!;
+    const call = harness()
+      .finishedSpans()
+      .find((s) => s.name.startsWith('execute_tool'))!;
     expect(call.parentSpanContext?.spanId).toBe(parent.spanContext().spanId);
     expect(inner).toBe(call.spanContext().spanId);
   });
@@ -191,7 +184,7 @@ describe('span', () => {
     expect(scope.spanRef).toBeUndefined();
     expect(scope.run(() => 42)).toBe(42);
     scope.end({ outcome: 'executed' });
-    expect(harness.finishedSpans()).toEqual([]);
+    expect(harness().finishedSpans()).toEqual([]);
   });
 });
 
@@ -219,7 +212,7 @@ describe('keys', () => {
       Object.entries(attributes).filter(([name]) => name.startsWith('tool_ledger.idempotency.key')),
     );
     expect(keyAttributes).toEqual(expected);
-    expect(harness.logRecords()[0]?.attributes).toMatchObject(expected);
+    expect(harness().logRecords()[0]?.attributes).toMatchObject(expected);
   });
 
   it('hashes a personal key under a process secret when none is configured', () => {
@@ -265,7 +258,7 @@ describe('content capture', () => {
       receipt: 'sent to [EMAIL]',
       id: 'inv_2024_0042',
     });
-    expect(harness.logRecords()[0]?.attributes[ATTR.GEN_AI_TOOL_CALL_ARGUMENTS]).toBeUndefined();
+    expect(harness().logRecords()[0]?.attributes[ATTR.GEN_AI_TOOL_CALL_ARGUMENTS]).toBeUndefined();
   });
 
   it('truncates long content', () => {
@@ -290,7 +283,7 @@ describe('decision log', () => {
       .end({ outcome, error: outcome === 'failed' ? new ToolFailure('declined') : undefined });
 
     const span = onlySpan();
-    const [record] = harness.logRecords();
+    const [record] = harness().logRecords();
     expect(record?.eventName).toBe(LOG_EVENT_NAME);
     expect(record?.severityText).toBe(text);
     expect(record?.severityNumber).toBe(number);
@@ -313,7 +306,7 @@ describe('decision log', () => {
         outcome: 'failed',
         error: new Error('Could not reach 192.0.2.146 while emailing j.doe+billing@example.org'),
       });
-    const [record] = harness.logRecords();
+    const [record] = harness().logRecords();
     expect(record?.attributes['exception.type']).toBe('Error');
     expect(record?.attributes['exception.message']).toBe('Could not reach [IP] while emailing [EMAIL]');
     expect(JSON.stringify(record?.attributes)).not.toMatch(/192\.0\.2\.146|j\.doe/);
@@ -328,7 +321,7 @@ describe('metrics', () => {
     o.startCall(start({ key: 'k2' })).end({ outcome: 'replayed', original: undefined });
     o.startCall(start({ key: 'k3' })).end({ outcome: 'replayed' });
 
-    const points = await harness.points(METRIC.TOOL_CALLS);
+    const points = await harness().points(METRIC.TOOL_CALLS);
     const byOutcome = Object.fromEntries(points.map((p) => [p.attributes[ATTR.OUTCOME], p.value]));
     expect(byOutcome).toEqual({ executed: 1, replayed: 2 });
     for (const p of points) {
@@ -336,7 +329,7 @@ describe('metrics', () => {
         [ATTR.GEN_AI_TOOL_NAME, ATTR.OUTCOME, ATTR.TOOL_KIND].sort(),
       );
     }
-    expect((await harness.metric(METRIC.TOOL_CALLS))?.descriptor.unit).toBe('{call}');
+    expect((await harness().metric(METRIC.TOOL_CALLS))?.descriptor.unit).toBe('{call}');
   });
 
   it('puts a tenant on metrics only when it is allow-listed', async () => {
@@ -344,7 +337,7 @@ describe('metrics', () => {
     o.startCall(start({ tenant: 'acme' })).end({ outcome: 'executed' });
     o.startCall(start({ tenant: 'globex' })).end({ outcome: 'executed' });
 
-    const tenants = (await harness.points(METRIC.TOOL_CALLS)).map((p) => p.attributes[ATTR.TENANT_ID]);
+    const tenants = (await harness().points(METRIC.TOOL_CALLS)).map((p) => p.attributes[ATTR.TENANT_ID]);
     expect(tenants.sort()).toEqual(['acme', undefined]);
   });
 
@@ -357,17 +350,17 @@ describe('metrics', () => {
     o.startCall(start({ key: 'dup' })).end({ outcome: 'replayed', waitedMs: 1200 });
     o.startCall(start({ key: 'r' })).end({ outcome: 'replayed', executionSeconds: 5 });
 
-    const execution = await harness.metric(METRIC.EXECUTE_TOOL_DURATION);
+    const execution = await harness().metric(METRIC.EXECUTE_TOOL_DURATION);
     expect(execution?.descriptor.unit).toBe('s');
     expect(execution?.dataPoints).toHaveLength(1);
     const histogram = execution?.dataPoints[0]?.value as Histogram;
     expect(histogram.sum).toBeCloseTo(0.25);
     expect(histogram.buckets.boundaries).toEqual([...DURATION_BUCKETS_SECONDS]);
 
-    const wait = (await harness.points(METRIC.WAIT_DURATION))[0]?.value as Histogram;
+    const wait = (await harness().points(METRIC.WAIT_DURATION))[0]?.value as Histogram;
     expect(wait.sum).toBeCloseTo(1.2);
 
-    const ops = await harness.points(METRIC.LEDGER_OPERATION_DURATION);
+    const ops = await harness().points(METRIC.LEDGER_OPERATION_DURATION);
     expect(ops.map((p) => p.attributes[ATTR.LEDGER_OPERATION]).sort()).toEqual(['claim', 'complete']);
   });
 
@@ -380,7 +373,7 @@ describe('metrics', () => {
     handlerFinished();
     setParamsHash('cd'.repeat(32));
     end({ outcome: 'replayed' });
-    expect((await harness.points(METRIC.LEDGER_OPERATION_DURATION))[0]?.attributes).toEqual({
+    expect((await harness().points(METRIC.LEDGER_OPERATION_DURATION))[0]?.attributes).toEqual({
       [ATTR.LEDGER_OPERATION]: 'lookup',
     });
     expect(onlySpan().attributes[ATTR.PARAMS_HASH]).toBe(hashKey('cd'.repeat(32), SECRET));
@@ -389,16 +382,16 @@ describe('metrics', () => {
   it('tracks handlers in flight', async () => {
     const scope = observer().startCall(start());
     scope.handlerStarted();
-    expect((await harness.points(METRIC.RUNS_IN_FLIGHT))[0]?.value).toBe(1);
+    expect((await harness().points(METRIC.RUNS_IN_FLIGHT))[0]?.value).toBe(1);
     scope.handlerFinished();
     scope.end({ outcome: 'executed' });
-    expect((await harness.points(METRIC.RUNS_IN_FLIGHT))[0]?.value).toBe(0);
+    expect((await harness().points(METRIC.RUNS_IN_FLIGHT))[0]?.value).toBe(0);
   });
 
   it('returns the in-flight count to zero when a call ends without handlerFinished', async () => {
     const scope = observer().startCall(start());
     scope.handlerStarted();
     scope.end({ outcome: 'failed', error: new Error('x') });
-    expect((await harness.points(METRIC.RUNS_IN_FLIGHT))[0]?.value).toBe(0);
+    expect((await harness().points(METRIC.RUNS_IN_FLIGHT))[0]?.value).toBe(0);
   });
 });
