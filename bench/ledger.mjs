@@ -24,20 +24,24 @@ async function rssGrowth(url, schema) {
   await throughput(2000, CONCURRENCY, (i) => tool.call(BENCH_INPUT, { key: `w${i}` }));
   globalThis.gc?.();
   const before = process.memoryUsage().rss;
+  const heapBefore = process.memoryUsage().heapUsed;
   // One call in ten is new; the rest replay, as agents' retries do.
   await throughput(RSS_CALLS, CONCURRENCY, (i) =>
     tool.call(BENCH_INPUT, { key: `r${i % (RSS_CALLS / 10)}` }),
   );
   globalThis.gc?.();
   const after = process.memoryUsage().rss;
+  const heapAfter = process.memoryUsage().heapUsed;
   // The same again with new keys: the replay cache is full by now, so this is growth per call, not its bound.
   await throughput(RSS_CALLS, CONCURRENCY, (i) =>
     tool.call(BENCH_INPUT, { key: `s${i % (RSS_CALLS / 10)}` }),
   );
   globalThis.gc?.();
   const steady = process.memoryUsage().rss;
+  // The live JS heap after a full GC: flat when RSS moves only because V8 and malloc keep freed pages.
+  const heapSteady = process.memoryUsage().heapUsed;
   await side.close();
-  return { before, after, steady };
+  return { before, after, steady, heap: [heapBefore, heapAfter, heapSteady] };
 }
 
 await withPostgres(async (url) => {
@@ -94,7 +98,7 @@ await withPostgres(async (url) => {
     const rss = await rssGrowth(url, schema('rss'));
     const mb = (b) => (b / 1024 / 1024).toFixed(1);
     console.log(
-      `RSS over ${RSS_CALLS.toLocaleString('en-US')} calls (10% new keys): ${mb(rss.before)} MiB -> ${mb(rss.after)} MiB (growth ${mb(rss.after - rss.before)} MiB, target < 30 MiB per 100,000, including the replay cache filling to its bound), then ${mb(rss.steady)} MiB after ${RSS_CALLS.toLocaleString('en-US')} more (growth ${mb(rss.steady - rss.after)} MiB)${globalThis.gc ? '' : ' [run node with --expose-gc for a steadier figure]'}`,
+      `RSS over ${RSS_CALLS.toLocaleString('en-US')} calls (10% new keys): ${mb(rss.before)} MiB -> ${mb(rss.after)} MiB (growth ${mb(rss.after - rss.before)} MiB, target < 30 MiB per 100,000, including the replay cache filling to its bound), then ${mb(rss.steady)} MiB after ${RSS_CALLS.toLocaleString('en-US')} more (growth ${mb(rss.steady - rss.after)} MiB); live JS heap after GC ${rss.heap.map(mb).join(' -> ')} MiB${globalThis.gc ? '' : ' [run node with --expose-gc for a steadier figure]'}`,
     );
   } finally {
     for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
