@@ -14,6 +14,21 @@ export function describeUnprintable(value: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Why the ledger refuses `key`, or undefined when it takes it: the one key rule, shared by the ledger, telemetry
+ * (which never scrubs or hashes a refused key) and the adapters. Length first, in UTF-16 code units, so a 1 MB key
+ * is refused by one comparison before anything walks it.
+ */
+export function keyProblem(key: string): string | undefined {
+  if (key.length === 0) return 'is empty';
+  if (key.length > MAX_KEY_LENGTH * 2) return `is ${key.length} UTF-16 code units long`;
+  // A blank key names no intent: it is almost always an unset variable padded by a template.
+  if (key.trim().length === 0) return 'is only whitespace';
+  const length = [...key].length;
+  if (length > MAX_KEY_LENGTH) return `is ${length} characters long`;
+  return describeUnprintable(key);
+}
+
 /** Throws `KEY_INVALID` unless the key is a non-empty printable string of at most 255 characters. */
 export function assertValidKey(key: unknown, tool: string): asserts key is string {
   const fail = (why: string) =>
@@ -22,14 +37,7 @@ export function assertValidKey(key: unknown, tool: string): asserts key is strin
       `Idempotency key for tool "${tool}" ${why}. Use a non-empty printable string of at most ${MAX_KEY_LENGTH} characters that names this intent, for example a UUID or deriveKey({ runId, toolCallId }).`,
     );
   if (typeof key !== 'string') throw fail(`must be a string, got ${key === null ? 'null' : typeof key}`);
-  if (key.length === 0) throw fail('is empty');
-  // In UTF-16 code units first: a 1 MB key is refused by one comparison, before anything walks it.
-  if (key.length > MAX_KEY_LENGTH * 2) throw fail(`is ${key.length} UTF-16 code units long`);
-  // A blank key names no intent: it is almost always an unset variable padded by a template.
-  if (key.trim().length === 0) throw fail('is only whitespace');
-  const length = [...key].length;
-  if (length > MAX_KEY_LENGTH) throw fail(`is ${length} characters long`);
-  const why = describeUnprintable(key);
+  const why = keyProblem(key);
   if (why) throw fail(why);
 }
 

@@ -1,4 +1,4 @@
-import { describeUnprintable, MAX_KEY_LENGTH } from '../contract/keys.js';
+import { keyProblem } from '../contract/keys.js';
 import { dictionaries } from './redact/dictionaries.js';
 import { DEFAULT_ALLOWED_WORDS } from './redact/words.js';
 
@@ -25,13 +25,7 @@ const ALLOWED = new Set(DEFAULT_ALLOWED_WORDS);
 
 /** The cheap checks the ledger applies to a key, run before any scrubbing: a key failing them is never scrubbed. */
 export function isAcceptableKey(key: string): boolean {
-  // Length first and in code units, so a 1 MB key costs one comparison.
-  return (
-    key.length > 0 &&
-    key.length <= MAX_KEY_LENGTH * 2 &&
-    [...key].length <= MAX_KEY_LENGTH &&
-    !describeUnprintable(key)
-  );
+  return keyProblem(key) === undefined;
 }
 
 /** Character counts of `entropyPerChar`, left all zero between calls. */

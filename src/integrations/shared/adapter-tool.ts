@@ -1,7 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { deriveKey } from '../../contract/derive-key.js';
-import { ToolLedgerError } from '../../contract/errors.js';
-import { MAX_KEY_LENGTH } from '../../contract/keys.js';
+import { assertValidKey, MAX_KEY_LENGTH } from '../../contract/keys.js';
 import type { CallContext, InvokeReport, ToolKind } from '../../contract/types.js';
 import { inputJsonSchema, type JsonSchema, withKeyArgument } from './json-schema.js';
 
@@ -49,12 +48,8 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
  * client can send megabytes, and the precise check (code points, printable) costs time in proportion.
  */
 export function boundedKey(key: unknown, tool: string): unknown {
-  if (typeof key === 'string' && key.length > MAX_KEY_LENGTH * 2) {
-    throw new ToolLedgerError(
-      'KEY_INVALID',
-      `Idempotency key for tool "${tool}" is ${key.length} UTF-16 units long; at most ${MAX_KEY_LENGTH} characters are allowed.`,
-    );
-  }
+  // The ledger's own check, which looks at the length (one comparison) before anything else.
+  if (typeof key === 'string' && key.length > MAX_KEY_LENGTH * 2) assertValidKey(key, tool);
   return key;
 }
 
