@@ -35,10 +35,10 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
   const redactor = options.redactor ?? createRedactor();
   const maxContentLength = options.maxContentLength ?? DEFAULT_MAX_CONTENT_LENGTH;
   const secret = resolveSecret(configuredSecret(options), deployment);
-  const scrubTenant = scrubCache((tenant) => redactor.redactText(tenant));
-  const scrubBody = scrubCache((text) => redactor.redactText(text));
+  // Tenants, log-body heads and tool descriptions repeat across calls and share one cache; tool call ids are new
+  // on almost every call, so they get their own, where they cannot keep clearing the others' entries.
+  const scrubRepeated = scrubCache((text) => redactor.redactText(text));
   const scrubId = scrubCache((text) => redactor.redactText(text));
-  const scrubDescription = scrubCache((text) => redactor.redactText(text));
   const config: ObserverConfig = {
     signals: createSignals(options),
     redactor,
@@ -51,14 +51,14 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
     // The ledger's own limits first (1024 characters, no NUL): a tenant it refuses is never scrubbed.
     tenantLabel: (tenant) =>
       typeof tenant === 'string' && tenant.length <= 1024 && !tenant.includes('\u0000')
-        ? scrubTenant(tenant)
+        ? scrubRepeated(tenant)
         : undefined,
     // Written by the tool's author, not the caller, and constant per tool: one scrub per tool, then a lookup.
     toolDescription: (description) =>
-      typeof description === 'string' && description.length > 0 ? scrubDescription(description) : undefined,
+      typeof description === 'string' && description.length > 0 ? scrubRepeated(description) : undefined,
     toolCallId: (id) => (typeof id === 'string' && isAcceptableKey(id) ? scrubId(id) : undefined),
     logBody: (tool, outcome, message) => {
-      const head = scrubBody(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
+      const head = scrubRepeated(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
       if (head === undefined) return undefined;
       return message === undefined ? head : `${head}: ${message}`;
     },
