@@ -1,11 +1,10 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger } from '../../src/index.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { corpus, identifiers } from '../support/pii-corpus.js';
-import { ROOT } from './support/configs.js';
+import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
 
 /**
  * Issue 11: support staff read the invoice id they look for. The real built binary inspects runs whose results
@@ -13,7 +12,6 @@ import { ROOT } from './support/configs.js';
  * personal data that must not be shown.
  */
 
-const BIN = join(ROOT, 'dist/cli/main.js');
 const schema = uniqueSchema('ops_cli_ids');
 const pool = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
 let ledger: Ledger;
@@ -44,7 +42,7 @@ function inspect(run: number, json: boolean): string {
     '--key',
     `ids-run-${run}`,
   ];
-  const r = spawnSync(process.execPath, [BIN, ...args, ...(json ? ['--json'] : [])], {
+  const r = spawnSync(process.execPath, [CLI_BIN, ...args, ...(json ? ['--json'] : [])], {
     env: { ...process.env, DATABASE_URL: databaseUrl() },
     encoding: 'utf8',
     timeout: 60_000,
@@ -54,15 +52,7 @@ function inspect(run: number, json: boolean): string {
 }
 
 beforeAll(async () => {
-  // `npm test` builds first; a direct run builds here.
-  execFileSync(
-    process.execPath,
-    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: ROOT,
-      stdio: 'pipe',
-    },
-  );
+  ensureBuiltCli();
   ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
   const tool = ledger.tool({
     name: 'export_ids',

@@ -1,5 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -10,20 +9,11 @@ import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
+import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
 import { ROOT } from './support/configs.js';
 import { freePort } from './support/processes.js';
 
 /** The real built binary, `node dist/cli/main.js`, against real Postgres with rows written by the library. */
-
-const BIN = join(ROOT, 'dist/cli/main.js');
-
-function newestMtime(dir: string): number {
-  return Math.max(
-    ...readdirSync(dir, { recursive: true, withFileTypes: true })
-      .filter((e) => e.isFile())
-      .map((e) => statSync(join(e.parentPath, e.name)).mtimeMs),
-  );
-}
 
 interface Result {
   code: number | null;
@@ -41,7 +31,7 @@ function cli(
     ...options.env,
   };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-  const r = spawnSync(process.execPath, [BIN, ...args], {
+  const r = spawnSync(process.execPath, [CLI_BIN, ...args], {
     env: env as NodeJS.ProcessEnv,
     input: options.input ?? '',
     encoding: 'utf8',
@@ -83,17 +73,7 @@ const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
 let ledger: Ledger;
 
 beforeAll(async () => {
-  // `npm test` builds first; a direct `vitest run test/ops` builds here when dist is missing or older than src.
-  if (!existsSync(BIN) || statSync(BIN).mtimeMs < newestMtime(join(ROOT, 'src'))) {
-    execFileSync(
-      process.execPath,
-      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-      {
-        cwd: ROOT,
-        stdio: 'pipe',
-      },
-    );
-  }
+  ensureBuiltCli();
   ledger = await createLedger({ connectionString: databaseUrl(), schema, waitSeconds: 0 });
   const invoice = ledger.tool({
     name: 'create_invoice',
@@ -162,7 +142,7 @@ describe('tool-ledger CLI', () => {
 
   it('has a shebang and is the package bin', async () => {
     const { readFileSync } = await import('node:fs');
-    expect(readFileSync(BIN, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(readFileSync(CLI_BIN, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
       bin: Record<string, string>;
     };
