@@ -138,6 +138,21 @@ FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 }
 
 /**
+ * The claim of a key no row holds yet: the fresh-run insert of `claimSql` on its own, which is all a first
+ * execution needs. It returns only the id, since the caller knows every other column it wrote. No row back means
+ * the key is taken (or was a moment ago): the caller sends the full claim, which judges that row. Parameters as
+ * `claimSql`'s $1 to $11.
+ */
+export function insertRunSql(schema: string): string {
+  return `INSERT INTO ${runsTable(schema)} (tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status,
+  attempt, lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at)
+VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, 'in_progress', 1, $6::text,
+  now() + make_interval(secs => $7::float8), $11::text, $9::text, $10::text, now() + make_interval(secs => $8::float8))
+ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING
+RETURNING id::text AS id`;
+}
+
+/**
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
  * the waiters, if any registered (see the claim). $1 id, $2 attempt, $3 lease owner, $4 status, $5 final,
  * $6 result json, $7 error json, $8 ttl seconds, $9 notify channel.

@@ -1,56 +1,11 @@
-import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLedger } from '../../src/index.js';
-import type { Driver } from '../../src/ledger/driver.js';
-import { type PgPoolLike, pgDriver } from '../../src/ledger/drivers/pg.js';
-import { type PGliteLike, pgliteDriver } from '../../src/ledger/drivers/pglite.js';
 import { CompletionNotifier } from '../../src/ledger/notifier.js';
 import { type ClaimRequest, LedgerStore, newLeaseOwner } from '../../src/ledger/store.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { rawDrivers } from '../support/raw-drivers.js';
 
 const ROUNDS = 200;
 // Far above any real wake-up; a lost notice shows as a 'timeout' instead of hanging the suite.
 const LOST_AFTER_MS = 3000;
-
-interface Opened {
-  readonly driver: Driver;
-  readonly schema: string;
-  done(): Promise<void>;
-}
-
-const drivers: Array<[string, () => Promise<Opened>]> = [
-  [
-    'postgres',
-    async () => {
-      const schema = uniqueSchema('wake');
-      await (await createLedger({ connectionString: databaseUrl(), schema, telemetry: false })).close();
-      const pool = new pg.Pool({ connectionString: databaseUrl(), max: 4 });
-      return {
-        driver: pgDriver(pool as unknown as PgPoolLike, {
-          ownsPool: true,
-          preparedStatements: true,
-          answerTimeoutMs: 10_000,
-        }),
-        schema,
-        done: async () => {
-          const admin = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
-          await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await admin.end();
-        },
-      };
-    },
-  ],
-  [
-    'pglite',
-    async () => {
-      const db = new PGlite();
-      const schema = uniqueSchema('wake');
-      await (await createLedger({ pglite: db as never, schema, telemetry: false })).close();
-      return { driver: pgliteDriver(db as unknown as PGliteLike, true), schema, done: async () => {} };
-    },
-  ],
-];
 
 const request = (key: string, wouldWait: boolean): ClaimRequest => ({
   tenant: 't',
@@ -68,14 +23,14 @@ const request = (key: string, wouldWait: boolean): ClaimRequest => ({
   wouldWait,
 });
 
-describe.each(drivers)('wake-up registration on %s', (_name, open) => {
+describe.each(rawDrivers)('wake-up registration on %s', (_name, open) => {
   const cleanup: Array<() => Promise<void>> = [];
   afterAll(async () => {
     for (const fn of cleanup) await fn();
   });
 
   it(`never loses a wake-up when a waiter races the completion (${ROUNDS} rounds)`, async () => {
-    const { driver, schema, done } = await open();
+    const { driver, schema, done } = await open('wake');
     const store = new LedgerStore(driver, schema);
     const notifier = new CompletionNotifier(store);
     cleanup.push(async () => {
@@ -137,7 +92,7 @@ describe.each(drivers)('wake-up registration on %s', (_name, open) => {
   }, 240_000);
 
   it('does not notify a completion nobody waits for', async () => {
-    const { driver, schema, done } = await open();
+    const { driver, schema, done } = await open('wake');
     const store = new LedgerStore(driver, schema);
     const notifier = new CompletionNotifier(store);
     cleanup.push(async () => {

@@ -46,11 +46,14 @@ describe('with @opentelemetry/instrumentation-pg active', () => {
     const first = queriesUnder(calls[0]!);
     const replay = queriesUnder(calls[1]!);
     const queries = (list: ReadableSpan[]) => list.filter((s) => s.name.startsWith('pg.query'));
-    // First execution: one claim and one complete statement; replay: the one claim that finds the stored result.
-    // Exactly these, so neither tool-ledger nor the pool adds a second span for the same statement.
+    // First execution: the insert that claims the fresh key and the completion. Replay: the same insert, refused
+    // since the key is taken, then the full claim that returns the stored result (a process whose recent claims
+    // mostly found rows sends the full claim alone). Exactly these, so neither tool-ledger nor the pool adds a
+    // second span for the same statement.
     expect(queries(first)).toHaveLength(2);
-    expect(queries(replay)).toHaveLength(1);
+    expect(queries(replay)).toHaveLength(2);
     expect(queries(replay)[0]?.name).toBe(queries(first)[0]?.name);
+    expect(queries(replay)[1]?.name).not.toBe(queries(first)[1]?.name);
     for (const span of spans) {
       expect(span.name).toMatch(/^(execute_tool send_invoice|pg\.query:.*|pg-pool\.connect|pg\.connect)$/);
     }

@@ -1,0 +1,88 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ClaimRow } from '../../src/ledger/run-row.js';
+import { type ClaimRequest, LedgerStore, newLeaseOwner } from '../../src/ledger/store.js';
+import { rawDrivers } from '../support/raw-drivers.js';
+
+const request = (key: string, overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
+  tenant: 't',
+  tool: 'path',
+  key,
+  user: 'u1',
+  paramsHash: 'h1',
+  leaseOwner: newLeaseOwner(),
+  leaseSeconds: 30,
+  ttlSeconds: 3600,
+  traceId: '0af7651916cd43dd8448eb211c80319c',
+  spanId: 'b7ad6b7169203331',
+  jobId: undefined,
+  allowLeaseTakeover: true,
+  wouldWait: false,
+  ...overrides,
+});
+
+/** Everything but what differs between two claims by design (id, token) or by the clock. */
+function comparable(row: ClaimRow) {
+  const { id, lease_owner, lease_remaining_ms, expires_in_ms, ...rest } = row;
+  return {
+    ...rest,
+    hasId: /^\d+$/.test(id),
+    leaseSeconds: Math.round((lease_remaining_ms ?? 0) / 1000),
+    ttlSeconds: Math.round(expires_in_ms / 1000),
+  };
+}
+
+describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const fn of cleanup) await fn();
+  });
+
+  it('a fresh key gets the same row from the bare insert as from the full claim', async () => {
+    const { driver, schema, done } = await open('path');
+    cleanup.push(done);
+    const store = new LedgerStore(driver, schema);
+    expect(store.insertsFirst).toBe(true);
+    const viaInsert = await store.claim(request('fresh-1', { jobId: 'job-1' }));
+
+    // Replays of keys that exist turn this store to the full claim first; fresh keys turn it back.
+    for (let i = 0; i < 20; i++) await store.claim(request('fresh-1', { jobId: 'job-1' }));
+    expect(store.insertsFirst).toBe(false);
+    const viaClaim = await store.claim(request('fresh-2', { jobId: 'job-1' }));
+    for (let i = 0; i < 20; i++) await store.claim(request(`fresh-more-${i}`));
+    expect(store.insertsFirst).toBe(true);
+
+    expect(viaInsert && comparable(viaInsert)).toEqual(viaClaim && comparable(viaClaim));
+    expect(viaInsert).toMatchObject({
+      claim: 'inserted',
+      attempt: 1,
+      status: 'in_progress',
+      lease_live: true,
+    });
+    expect(viaInsert?.id).not.toBe(viaClaim?.id);
+  });
+
+  it('a key that exists is judged by the full claim whichever statement goes first', async () => {
+    const { driver, schema, done } = await open('path');
+    cleanup.push(done);
+    const store = new LedgerStore(driver, schema);
+    const first = await store.claim(request('held'));
+    // A retryable failure: the next claim with the same user and parameters takes it over (attempt 2).
+    await store.complete({
+      id: first!.id,
+      attempt: 1,
+      leaseOwner: first!.lease_owner!,
+      status: 'failed',
+      final: false,
+      resultJson: null,
+      error: { name: 'Error', code: 'HANDLER_ERROR', message: 'flaky', final: false },
+      ttlSeconds: 3600,
+    });
+    expect(store.insertsFirst).toBe(true);
+    const taken = await store.claim(request('held'));
+    expect(taken).toMatchObject({ claim: 'taken', attempt: 2, id: first!.id });
+    // In flight under a live lease: another caller sees it as it stands, with the original user and parameters.
+    const other = await store.claim(request('held', { user: 'u2', paramsHash: 'h2' }));
+    expect(other).toMatchObject({ claim: 'existing', attempt: 2, user_id: 'u1', parameter_hash: 'h1' });
+    expect(other?.lease_live).toBe(true);
+  });
+});
