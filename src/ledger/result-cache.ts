@@ -24,6 +24,10 @@ interface Entry {
   /** `performance.now()` past which the row may have expired. */
   readonly deadline: number;
   readonly bytes: number;
+  /** The recency list: the least recently used entry is the list's head. */
+  older: Entry | undefined;
+  newer: Entry | undefined;
+  readonly key: string;
 }
 
 /** Per-entry overhead beyond its strings: the row object, its dates and the map slot (measured ~1.4 KB). */
@@ -36,6 +40,10 @@ export function cacheKey(tenant: string, tool: string, key: string): string {
 export class ResultCache {
   readonly #limits: ResultCacheLimits;
   readonly #entries = new Map<string, Entry>();
+  // A linked list rather than the Map's own order: evicting through a Map iterator walks every slot deletes left
+  // behind at its front, which measured 13 µs per completion with 10,000 entries.
+  #oldest: Entry | undefined;
+  #newest: Entry | undefined;
   #bytes = 0;
 
   constructor(limits: ResultCacheLimits) {
@@ -81,19 +89,42 @@ export class ResultCache {
     const bytes = ENTRY_OVERHEAD_BYTES + 2 * (key.length + (text?.length ?? 0) + (errorText?.length ?? 0));
     if (bytes > this.#limits.maxBytes) return;
     this.forget(key);
-    this.#entries.set(key, {
+    const entry: Entry = {
       row: { ...row, result_json: null, error_json: null },
       resultText: text,
       errorText,
       deadline: sentAt + remainingMs,
       bytes,
-    });
+      older: undefined,
+      newer: undefined,
+      key,
+    };
+    this.#entries.set(key, entry);
+    this.#append(entry);
     this.#bytes += bytes;
-    for (const [oldest, entry] of this.#entries) {
-      if (this.#entries.size <= this.#limits.maxEntries && this.#bytes <= this.#limits.maxBytes) break;
-      this.#entries.delete(oldest);
-      this.#bytes -= entry.bytes;
+    while (
+      this.#oldest &&
+      (this.#entries.size > this.#limits.maxEntries || this.#bytes > this.#limits.maxBytes)
+    ) {
+      this.forget(this.#oldest.key);
     }
+  }
+
+  #append(entry: Entry): void {
+    entry.older = this.#newest;
+    entry.newer = undefined;
+    if (this.#newest) this.#newest.newer = entry;
+    else this.#oldest = entry;
+    this.#newest = entry;
+  }
+
+  #unlink(entry: Entry): void {
+    if (entry.older) entry.older.newer = entry.newer;
+    else this.#oldest = entry.newer;
+    if (entry.newer) entry.newer.older = entry.older;
+    else this.#newest = entry.older;
+    entry.older = undefined;
+    entry.newer = undefined;
   }
 
   /**
@@ -117,8 +148,8 @@ export class ResultCache {
     }
     if (entry.row.parameter_hash !== paramsHash || entry.row.user_id !== user) return undefined;
     // Most recently used goes last.
-    this.#entries.delete(cacheKeyText);
-    this.#entries.set(cacheKeyText, entry);
+    this.#unlink(entry);
+    this.#append(entry);
     return {
       ...entry.row,
       result_json: entry.resultText === null ? null : JSON.parse(entry.resultText),
@@ -135,6 +166,7 @@ export class ResultCache {
     const entry = this.#entries.get(key);
     if (!entry) return;
     this.#entries.delete(key);
+    this.#unlink(entry);
     this.#bytes -= entry.bytes;
   }
 }
