@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 export const PG_BIN = '/usr/lib/postgresql/15/bin';
-const START_ATTEMPTS = 240;
+const START_MS = 60_000;
 const POLL_MS = 250;
 const STOP_MS = 60_000;
 
@@ -129,22 +129,19 @@ export async function withCallgrindCluster(fn, extraSettings = {}) {
       { stdio: ['ignore', openSync(log, 'a'), openSync(log, 'a')], detached: true, ...user },
     );
     const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-    for (let i = 0; ; i++) {
+    const accepts = async () => {
       if (postmaster.exitCode !== null)
-        throw new Error(`postgres under valgrind exited with ${postmaster.exitCode}`);
+        throw new Error(`postgres under valgrind exited (${postmaster.exitCode})`);
       const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
       probe.on('error', () => {});
-      try {
-        await probe.connect();
-        await probe.query('SELECT 1');
-        await probe.end();
-        break;
-      } catch (error) {
-        await probe.end().catch(() => {});
-        if (i >= START_ATTEMPTS) throw new Error(`postgres under valgrind did not start: ${error.message}`);
-        await sleep(POLL_MS);
-      }
-    }
+      const ok = await probe.connect().then(
+        () => probe.query('SELECT 1'),
+        () => undefined,
+      );
+      await probe.end().catch(() => {});
+      return ok ? true : undefined;
+    };
+    await waitFor(accepts, START_MS, 'postgres under valgrind to accept connections');
 
     /**
      * The instructions of every backend whose connection carried `application_name`, summed, and their files, once
