@@ -150,11 +150,14 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     const refusal = admitContext(tool, context);
     if (refusal) return refusal;
     const tenant = context.tenant ?? 'default';
-    let validated: unknown;
-    try {
-      validated = await validateInput(tool.input, input, name);
-    } catch (error) {
-      return rejected('input_invalid', error);
+    let validated: unknown = input;
+    // No await without a schema: each one is a turn of the microtask queue on every call.
+    if (tool.input) {
+      try {
+        validated = await validateInput(tool.input, input, name);
+      } catch (error) {
+        return rejected('input_invalid', error);
+      }
     }
     if (!claimLoop) return runRead(handler, name, validated, context, tenant, scope, facts);
 
