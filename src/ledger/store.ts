@@ -208,7 +208,7 @@ export class LedgerStore {
     const won = this.#won.get(completion.id);
     this.#won.delete(completion.id);
     const errorText = completion.error === null ? null : JSON.stringify(completion.error);
-    const rows = await this.#run<{ completed_at: Date; expires_in_ms: number }>(
+    const rows = await this.#run<{ completed_at_ms: number; expires_in_ms: number }>(
       client ?? this.#driver,
       this.#sql.complete,
       [
@@ -227,18 +227,19 @@ export class LedgerStore {
       timer,
     );
     const done = rows[0];
+    const completedAt = done ? new Date(done.completed_at_ms) : undefined;
     // Inside a transaction the row is not committed yet, and may never be: only an autocommit completion is cached.
-    if (done && won && won.row.attempt === completion.attempt && client === undefined) {
+    if (done && completedAt && won && won.row.attempt === completion.attempt && client === undefined) {
       this.#cache.remember(won.key, won.row, sentAt, {
         status: completion.status,
         final: completion.final,
-        completedAt: done.completed_at,
+        completedAt,
         expiresInMs: done.expires_in_ms,
         resultText: completion.resultJson,
         errorText,
       });
     }
-    return done?.completed_at;
+    return completedAt;
   }
 
   /**
