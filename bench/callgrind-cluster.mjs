@@ -134,10 +134,10 @@ export async function withCallgrindCluster(fn, extraSettings = {}) {
         throw new Error(`postgres under valgrind exited (${postmaster.exitCode})`);
       const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
       probe.on('error', () => {});
-      const ok = await probe.connect().then(
-        () => probe.query('SELECT 1'),
-        () => undefined,
-      );
+      const ok = await probe
+        .connect()
+        .then(() => probe.query('SELECT 1'))
+        .catch(() => undefined);
       await probe.end().catch(() => {});
       return ok ? true : undefined;
     };

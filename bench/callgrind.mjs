@@ -10,7 +10,8 @@
 //
 // Run: npm run build && node bench/callgrind.mjs
 // Env: BENCH_CALLGRIND_CALLS (N, default 150), BENCH_CALLGRIND_WARMUP (W, default 50), BENCH_CALLGRIND_RUN_SECONDS
-// (bound on each measured process, default 900).
+// (bound on each measured process, default 900). W must cover Postgres' first five (custom) plans of each statement
+// and tool-ledger's switch to the full claim for replays (about 20 replays), or the differences mix in start-up.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
