@@ -43,6 +43,8 @@ function instantPool() {
   return {
     async query(config) {
       await null;
+      // A fresh key's claim is the bare insert, which returns only the id.
+      if (config.text.startsWith('INSERT INTO')) return { rows: [{ id: String(++id) }] };
       if (config.text.startsWith('WITH existing')) {
         return {
           rows: [

@@ -30,6 +30,15 @@ const REFUSED_CLASSES: ReadonlyArray<[abstract new (...args: never[]) => object,
   [Promise, 'a Promise (did you forget an await?)'],
 ];
 
+/** What kind of non-JSON object this is (a Map, a Promise, …), or undefined for objects JSON can hold. */
+export function refusedClassOf(object: object): string | undefined {
+  const proto = Object.getPrototypeOf(object);
+  // Plain objects and arrays, the usual case, skip the instanceof checks.
+  if (proto === Object.prototype || proto === Array.prototype || proto === null) return undefined;
+  for (const [cls, label] of REFUSED_CLASSES) if (object instanceof cls) return label;
+  return undefined;
+}
+
 /**
  * Copies a value into plain JSON with `JSON.stringify` semantics (toJSON, dropped undefined properties), but
  * refuses what JSON.stringify would silently mangle or crash on: BigInt, functions, symbols, non-finite numbers,
@@ -75,9 +84,8 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
     }
     if (current === null) return null;
     const object = current as object;
-    for (const [cls, label] of REFUSED_CLASSES) {
-      if (object instanceof cls) throw new NotJsonError(path, `${label} is not JSON`);
-    }
+    const refused = refusedClassOf(object);
+    if (refused) throw new NotJsonError(path, `${refused} is not JSON`);
     if (ancestors.includes(object)) throw new NotJsonError(path, 'circular reference');
     ancestors.push(object);
     try {

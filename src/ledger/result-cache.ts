@@ -1,4 +1,4 @@
-import type { ClaimRow, RunRow } from './run-row.js';
+import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
 
 /**
  * Completed runs this process has seen, so a replay from the same process skips the database. A completed row is
@@ -15,9 +15,22 @@ export interface ResultCacheLimits {
   readonly maxBytes: number;
 }
 
+/** What a completion this process wrote changed in the row it claimed. */
+export interface WrittenCompletion {
+  readonly status: Exclude<RunStatus, 'in_progress'>;
+  readonly final: boolean;
+  readonly completedAt: Date;
+  readonly expiresInMs: number;
+  readonly resultText: string | null;
+  readonly errorText: string | null;
+}
+
 interface Entry {
-  /** The row without its result, shared by every hit. */
+  /** The run as claimed or read, shared by every hit: only the columns a completion leaves alone are read. */
   readonly row: RunRow;
+  readonly status: RunStatus;
+  readonly final: boolean;
+  readonly completedAt: Date | null;
   /** The result (or stored error) as JSON text: each hit parses a fresh copy, as a database read would. */
   readonly resultText: string | null;
   readonly errorText: string | null;
@@ -67,30 +80,38 @@ export class ResultCache {
   }
 
   /**
-   * Remembers the completed row of `key` (see `cacheKey`) written (`resultText` given) or read by a statement sent
-   * at `sentAt` (`performance.now()`). A row this process completed evicts the least recently used; a row it only
-   * read takes free room only, so a sweep over more keys than fit (a batch replayed in order) cannot flush the
-   * whole cache.
+   * Remembers the completed row of `key` (see `cacheKey`) read by a statement sent at `sentAt`
+   * (`performance.now()`), or the run this process claimed and completed (`written`). A completion written here
+   * evicts the least recently used; a row only read takes free room only, so a sweep over more keys than fit (a
+   * batch replayed in order) cannot flush the whole cache.
    */
-  remember(key: string, row: RunRow, sentAt: number, resultText?: string | null): void {
+  remember(key: string, row: RunRow, sentAt: number, written?: WrittenCompletion): void {
     if (this.#limits.maxEntries <= 0) return;
-    if (resultText === undefined && this.#entries.size >= this.#limits.maxEntries) return;
-    const completed = row.status === 'succeeded' || (row.status === 'failed' && row.final);
+    if (written === undefined && this.#entries.size >= this.#limits.maxEntries) return;
+    const status = written?.status ?? row.status;
+    const final = written?.final ?? row.final;
+    const completed = status === 'succeeded' || (status === 'failed' && final);
     if (!completed) return;
-    const remainingMs = row.expires_in_ms;
+    const remainingMs = written?.expiresInMs ?? row.expires_in_ms;
     if (!(remainingMs > 0)) return;
-    const text =
-      resultText !== undefined
-        ? resultText
-        : row.result_json == null
-          ? null
-          : JSON.stringify(row.result_json);
-    const errorText = row.error_json == null ? null : JSON.stringify(row.error_json);
+    const text = written
+      ? written.resultText
+      : row.result_json == null
+        ? null
+        : JSON.stringify(row.result_json);
+    const errorText = written
+      ? written.errorText
+      : row.error_json == null
+        ? null
+        : JSON.stringify(row.error_json);
     const bytes = ENTRY_OVERHEAD_BYTES + 2 * (key.length + (text?.length ?? 0) + (errorText?.length ?? 0));
     if (bytes > this.#limits.maxBytes) return;
     this.forget(key);
     const entry: Entry = {
-      row: { ...row, result_json: null, error_json: null },
+      row,
+      status,
+      final,
+      completedAt: written ? written.completedAt : row.completed_at,
       resultText: text,
       errorText,
       deadline: sentAt + remainingMs,
@@ -150,12 +171,24 @@ export class ResultCache {
     // Most recently used goes last.
     this.#unlink(entry);
     this.#append(entry);
+    const { row } = entry;
     return {
-      ...entry.row,
+      claim: 'existing',
+      id: row.id,
+      user_id: row.user_id,
+      parameter_hash: row.parameter_hash,
+      status: entry.status,
+      final: entry.final,
+      attempt: row.attempt,
+      lease_owner: null,
+      lease_remaining_ms: null,
       result_json: entry.resultText === null ? null : JSON.parse(entry.resultText),
       error_json: entry.errorText === null ? null : JSON.parse(entry.errorText),
+      job_id: row.job_id,
+      trace_id: row.trace_id,
+      span_id: row.span_id,
+      completed_at: entry.completedAt,
       expires_in_ms: entry.deadline - now,
-      claim: 'existing',
       lease_live: false,
       takeover_due: false,
       waiting: false,

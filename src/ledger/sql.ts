@@ -64,6 +64,14 @@ const TAKEOVER = (alias: string) => `(${expired(alias)}
       OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND $12::boolean)
     )))`;
 
+/**
+ * A timestamp as whole milliseconds since the epoch, truncated as the drivers truncate when they parse one into a
+ * `Date` (so a `Date` built from it equals the one a later read of the column gives), and a float8 the driver reads
+ * as a number without the date parser, which is dearer.
+ */
+const epochMs = (column: string) =>
+  `round(extract(epoch FROM date_trunc('milliseconds', ${column})) * 1000)::float8`;
+
 /** Milliseconds from the database's `now()` to a timestamp: a float8 the driver reads as a number. */
 const msUntil = (column: string) => `date_part('epoch', ${column} - now()) * 1000`;
 
@@ -169,7 +177,8 @@ export function completeSql(schema: string): string {
   WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
   RETURNING id, completed_at, expires_at, waiters
 )
-SELECT completed_at, ${msUntil('expires_at')} AS expires_in_ms, CASE WHEN waiters THEN pg_notify($9::text, id::text) END AS notify
+SELECT ${epochMs('completed_at')} AS completed_at_ms, ${msUntil('expires_at')} AS expires_in_ms,
+  CASE WHEN waiters THEN pg_notify($9::text, id::text) END AS notify
 FROM done`;
 }
 

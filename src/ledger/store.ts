@@ -207,7 +207,8 @@ export class LedgerStore {
     const sentAt = performance.now();
     const won = this.#won.get(completion.id);
     this.#won.delete(completion.id);
-    const rows = await this.#run<{ completed_at: Date; expires_in_ms: number }>(
+    const errorText = completion.error === null ? null : JSON.stringify(completion.error);
+    const rows = await this.#run<{ completed_at_ms: number; expires_in_ms: number }>(
       client ?? this.#driver,
       this.#sql.complete,
       [
@@ -217,7 +218,7 @@ export class LedgerStore {
         completion.status,
         completion.final,
         completion.resultJson,
-        completion.error === null ? null : JSON.stringify(completion.error),
+        errorText,
         completion.ttlSeconds,
         this.channel,
       ],
@@ -226,27 +227,19 @@ export class LedgerStore {
       timer,
     );
     const done = rows[0];
+    const completedAt = done ? new Date(done.completed_at_ms) : undefined;
     // Inside a transaction the row is not committed yet, and may never be: only an autocommit completion is cached.
-    if (done && won && won.row.attempt === completion.attempt && client === undefined) {
-      this.#cache.remember(
-        won.key,
-        {
-          ...won.row,
-          status: completion.status,
-          final: completion.final,
-          lease_owner: null,
-          lease_remaining_ms: null,
-          lease_live: false,
-          result_json: null,
-          error_json: completion.error,
-          completed_at: done.completed_at,
-          expires_in_ms: done.expires_in_ms,
-        },
-        sentAt,
-        completion.resultJson,
-      );
+    if (done && completedAt && won && won.row.attempt === completion.attempt && client === undefined) {
+      this.#cache.remember(won.key, won.row, sentAt, {
+        status: completion.status,
+        final: completion.final,
+        completedAt,
+        expiresInMs: done.expires_in_ms,
+        resultText: completion.resultJson,
+        errorText,
+      });
     }
-    return done?.completed_at;
+    return completedAt;
   }
 
   /**

@@ -169,7 +169,9 @@ export function createClaimLoop(
     for (let races = 0; ; ) {
       waiter.beforeClaim();
       // An outcome of this key this process still keeps must land before the claim could take the key over.
-      await settings.runtime.saves.flush(LostClaims.key(request.tenant, request.tool, request.key));
+      if (settings.runtime.saves.count > 0) {
+        await settings.runtime.saves.flush(LostClaims.key(request.tenant, request.tool, request.key));
+      }
       const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation).catch((error) => {
         // The statement may have committed: keep the token so a retry from here can take the row back.
         if (isOutcomeUnknown(error)) {

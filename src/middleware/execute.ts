@@ -139,7 +139,6 @@ export function createExecutor(settings: ExecutorSettings): Execute {
         facts.executionSeconds = (performance.now() - started) / 1000;
       }
     };
-    const savesKey = LostClaims.key(tenant, name, context.key as string);
     const recordFailure = async (error: unknown, final: boolean) => {
       const completion: Completion = {
         ...base,
@@ -153,7 +152,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       } catch {
         // The caller gets the handler's own error either way; saving it later keeps a final failure from being
         // retried by the next call with this key.
-        saveLater(savesKey, completion);
+        saveLater(LostClaims.key(tenant, name, context.key as string), completion);
       }
     };
 
@@ -214,7 +213,8 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       try {
         completedAt = await complete(completion, scope);
       } catch (error) {
-        if (!saveLater(savesKey, completion)) throw resultNotKept(error);
+        if (!saveLater(LostClaims.key(tenant, name, context.key as string), completion))
+          throw resultNotKept(error);
         throw resultNotSaved(error);
       }
       if (!completedAt) throw leaseLost();

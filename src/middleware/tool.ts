@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { type ResolvedToolConfig, resolveToolConfig } from '../config.js';
+import { type OmitTree, omitTreeOf } from '../contract/canonical-json.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { parameterHash } from '../contract/fingerprint.js';
-import { type JsonValue, NotJsonError, toJsonValue } from '../contract/json.js';
+import { NotJsonError } from '../contract/json.js';
 import { assertStorableId, assertValidKey } from '../contract/keys.js';
 import type { CallScope } from '../contract/observer.js';
 import type { RejectedReason } from '../contract/outcomes.js';
@@ -105,9 +106,13 @@ function admitContext(tool: ResolvedToolConfig, context: CallContext): Refusal |
   );
 }
 
-function inputJson(name: string, validated: unknown): { readonly json: JsonValue } | Refusal {
+function inputHash(
+  name: string,
+  validated: unknown,
+  volatile: OmitTree | undefined,
+): { readonly hash: string } | Refusal {
   try {
-    return { json: toJsonValue(validated, { storable: false }) };
+    return { hash: parameterHash(validated, volatile) };
   } catch (error) {
     if (!(error instanceof NotJsonError)) throw error;
     return rejected(
@@ -132,6 +137,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const { name, kind, handler } = tool;
   const { store, notifier, observer } = runtime;
   const execute = createExecutor({ runtime, ...tool });
+  const volatile = omitTreeOf(tool.volatileFields);
   const claimLoop = kind === 'read' ? undefined : createClaimLoop(kind, { name, runtime, execute });
   if (kind !== 'read') runtime.saves.announce(name);
 
@@ -144,17 +150,20 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     const refusal = admitContext(tool, context);
     if (refusal) return refusal;
     const tenant = context.tenant ?? 'default';
-    let validated: unknown;
-    try {
-      validated = await validateInput(tool.input, input, name);
-    } catch (error) {
-      return rejected('input_invalid', error);
+    let validated: unknown = input;
+    // No await without a schema: each one is a turn of the microtask queue on every call.
+    if (tool.input) {
+      try {
+        validated = await validateInput(tool.input, input, name);
+      } catch (error) {
+        return rejected('input_invalid', error);
+      }
     }
     if (!claimLoop) return runRead(handler, name, validated, context, tenant, scope, facts);
 
-    const converted = inputJson(name, validated);
-    if ('error' in converted) return converted;
-    const paramsHash = parameterHash(converted.json, tool.volatileFields);
+    const hashed = inputHash(name, validated, volatile);
+    if ('error' in hashed) return hashed;
+    const paramsHash = hashed.hash;
     scope.setParamsHash(paramsHash);
     const span = scope.spanRef;
     return claimLoop({

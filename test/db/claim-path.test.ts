@@ -85,4 +85,27 @@ describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
     expect(other).toMatchObject({ claim: 'existing', attempt: 2, user_id: 'u1', parameter_hash: 'h1' });
     expect(other?.lease_live).toBe(true);
   });
+
+  it("a completion's time is the Date a later read of the row gives, to the millisecond", async () => {
+    const { driver, schema, done } = await open('path');
+    cleanup.push(done);
+    const writer = new LedgerStore(driver, schema);
+    const reader = new LedgerStore(driver, schema);
+    for (let i = 0; i < 30; i++) {
+      const claimed = await writer.claim(request(`timed-${i}`));
+      const completedAt = await writer.complete({
+        id: claimed!.id,
+        attempt: 1,
+        leaseOwner: claimed!.lease_owner!,
+        status: 'succeeded',
+        final: false,
+        resultJson: '{}',
+        error: null,
+        ttlSeconds: 3600,
+      });
+      const read = await reader.claim(request(`timed-${i}`));
+      expect(read?.claim).toBe('existing');
+      expect(completedAt?.getTime()).toBe(read?.completed_at?.getTime());
+    }
+  });
 });

@@ -75,7 +75,7 @@ describe('a schema of an earlier version', () => {
         migration.name,
       ]);
     }
-    const hash = (amount: number) => parameterHash({ amount }, []);
+    const hash = (amount: number) => parameterHash({ amount });
     await admin.query(
       `INSERT INTO ${t} (tenant_id, tool_name, idempotency_key, parameter_hash, status, lease_owner, lease_expires_at,
          result_json, completed_at, expires_at)

@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { canonicalJson, omitTreeOf } from '../../src/contract/canonical-json.js';
 import { parameterHash } from '../../src/contract/fingerprint.js';
-import { NotJsonError, toJsonValue } from '../../src/contract/json.js';
+import { type JsonValue, NotJsonError, toJsonValue } from '../../src/contract/json.js';
 
 const json = fc.jsonValue({ maxDepth: 4 });
 
@@ -15,10 +18,94 @@ function shuffleKeys(value: unknown, seed: number): unknown {
   return value;
 }
 
-const hash = (value: unknown, volatile: string[] = []) =>
-  parameterHash(toJsonValue(value, { storable: false }), volatile);
+const hash = (value: unknown, volatile: string[] = []) => parameterHash(value, omitTreeOf(volatile));
+
+/** The hash as it was computed before the single walk: convert, delete volatile paths, canonicalize, hash. */
+function removePath(value: JsonValue, segments: readonly string[]): void {
+  const [head, ...rest] = segments;
+  if (head === undefined || value === null || typeof value !== 'object' || Array.isArray(value)) return;
+  if (rest.length === 0) {
+    delete value[head];
+    return;
+  }
+  const child = value[head];
+  if (child !== undefined) removePath(child, rest);
+}
+function previousHash(value: unknown, volatile: string[] = []): string {
+  const json = toJsonValue(value, { storable: false });
+  for (const field of volatile) removePath(json, field.split('.'));
+  return createHash('sha256')
+    .update(canonicalize(json) ?? 'null', 'utf8')
+    .digest('hex');
+}
+/** What a call of `fn` throws, as the path and reason a refusal reports. */
+function refusalOf(fn: () => unknown): { path: string; reason: string } | 'ok' | 'other' {
+  try {
+    fn();
+    return 'ok';
+  } catch (error) {
+    return error instanceof NotJsonError ? { path: error.path, reason: error.reason } : 'other';
+  }
+}
+
+// Values of every shape the walk treats differently: toJSON, undefined, -0, odd keys, and what it refuses.
+const odd = fc.oneof(
+  fc.constant(undefined),
+  fc.constant(-0),
+  fc.constant(Number.NaN),
+  fc.constant(1n),
+  fc.constant(() => 1),
+  fc.constant(Symbol('s')),
+  fc.constant(new Map()),
+  fc.constant('\ud800'),
+  fc.date({ noInvalidDate: true }),
+  fc.string({ unit: 'binary' }),
+  fc.double(),
+);
+const anyValue = fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), odd, tie('array'), tie('object')),
+  array: fc.array(tie('value'), { maxLength: 4 }),
+  object: fc.dictionary(
+    fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 4 }),
+      fc.constantFrom('__proto__', 'toJSON', 'a', 'b', 'a.b'),
+    ),
+    tie('value'),
+    { maxKeys: 5 },
+  ),
+})).value;
 
 describe('parameter hash', () => {
+  it('is byte for byte the hash of the conversion, deletion and canonicalize it replaced, refusals alike', () => {
+    fc.assert(
+      fc.property(
+        anyValue,
+        fc.subarray(['a', 'b', 'a.b', 'b.a', '__proto__', 'a.a.a']),
+        (value, volatile) => {
+          const before = refusalOf(() => previousHash(value, volatile));
+          const after = refusalOf(() => hash(value, volatile));
+          expect(after).toEqual(before);
+          if (before === 'ok') expect(hash(value, volatile)).toBe(previousHash(value, volatile));
+        },
+      ),
+      { numRuns: 3000 },
+    );
+    const cycle: Record<string, unknown> = { a: 1 };
+    cycle.self = { back: cycle };
+    expect(refusalOf(() => hash(cycle))).toEqual(refusalOf(() => previousHash(cycle)));
+    const deep: unknown[] = [];
+    let at = deep;
+    for (let i = 0; i < 600; i++) {
+      const inner: unknown[] = [];
+      at[0] = inner;
+      at = inner;
+    }
+    expect(refusalOf(() => hash(deep))).toEqual(refusalOf(() => previousHash(deep)));
+    expect(canonicalJson({ b: 1, a: [undefined, -0], c: undefined, '"': 2, '\u007f': 3 })).toBe(
+      canonicalize({ b: 1, a: [null, 0], '"': 2, '\u007f': 3 }),
+    );
+  });
+
   it('is independent of key order', () => {
     fc.assert(
       fc.property(json, fc.nat(10), (value, seed) => {

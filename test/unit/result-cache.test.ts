@@ -82,8 +82,25 @@ describe('replay cache', () => {
 
   it('is bounded by entries and by bytes, dropping the least recently used', () => {
     const cache = new ResultCache({ maxEntries: 3, maxBytes: 1_000_000 });
-    const completed = (key: string) => cache.remember(k(key), row(), performance.now(), '1');
+    const completed = (key: string) =>
+      cache.remember(k(key), row({ status: 'in_progress' }), performance.now(), {
+        status: 'succeeded',
+        final: false,
+        completedAt: dbNow,
+        expiresInMs: 60_000,
+        resultText: '1',
+        errorText: null,
+      });
     for (const key of ['a', 'b', 'c']) completed(key);
+    // A completion written here replays with what it wrote, not the in-flight row it was claimed as.
+    expect(cache.replay('default', 't', 'c', null, 'h')).toMatchObject({
+      status: 'succeeded',
+      lease_owner: null,
+      lease_remaining_ms: null,
+      lease_live: false,
+      result_json: 1,
+      completed_at: dbNow,
+    });
     cache.replay('default', 't', 'a', null, 'h');
     completed('d');
     expect(cache.size).toBe(3);

@@ -1,0 +1,131 @@
+import { MAX_JSON_DEPTH, NotJsonError, refusedClassOf } from './json.js';
+
+/**
+ * Fields left out of the canonical text, as a tree of property names: `true` drops the field, a subtree descends
+ * into it (through objects only, never arrays).
+ */
+export type OmitTree = ReadonlyMap<string, OmitTree | true>;
+
+/** Builds the tree for dotted paths such as `['at', 'meta.requestId']`. A path dropped whole wins over its children. */
+export function omitTreeOf(paths: readonly string[]): OmitTree | undefined {
+  if (paths.length === 0) return undefined;
+  const root = new Map<string, Map<string, unknown> | true>();
+  for (const path of paths) {
+    const segments = path.split('.');
+    let node = root;
+    for (const [index, segment] of segments.entries()) {
+      const existing = node.get(segment);
+      if (existing === true) break;
+      if (index === segments.length - 1) {
+        node.set(segment, true);
+        break;
+      }
+      const child = existing ?? new Map();
+      node.set(segment, child);
+      node = child as typeof root;
+    }
+  }
+  return root as OmitTree;
+}
+
+/** The location of a value, built into a string only when an error needs it. */
+interface Where {
+  readonly parent: Where | undefined;
+  readonly segment: string;
+  readonly index: boolean;
+}
+
+function pathOf(where: Where | undefined): string {
+  const parts: string[] = [];
+  for (let at = where; at; at = at.parent) parts.push(at.index ? `[${at.segment}]` : `.${at.segment}`);
+  return `$${parts.reverse().join('')}`;
+}
+
+const byKey = (a: readonly [string, string], b: readonly [string, string]) => (a[0] < b[0] ? -1 : 1);
+
+/**
+ * The RFC 8785 canonical JSON text of a value, read with the rules of `toJsonValue(value, { storable: false })` in
+ * the same single walk: `toJSON`, undefined properties dropped (null in arrays), and the same refusals with the same
+ * paths, in the same order. Fields in `omit` are checked but left out. Byte for byte the text `canonicalize` gives
+ * for the converted value, so hashes stored before this walk existed still match (test/unit/fingerprint.test.ts).
+ */
+export function canonicalJson(value: unknown, omit?: OmitTree): string {
+  const ancestors: object[] = [];
+
+  const walk = (
+    input: unknown,
+    where: Where | undefined,
+    key: string,
+    omitHere: OmitTree | undefined,
+  ): string | undefined => {
+    if (ancestors.length >= MAX_JSON_DEPTH) {
+      throw new NotJsonError(pathOf(where), `nested deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    let current = input;
+    if (
+      current !== null &&
+      typeof current === 'object' &&
+      typeof (current as { toJSON?: unknown }).toJSON === 'function'
+    ) {
+      current = (current as { toJSON: (k: string) => unknown }).toJSON(key);
+    }
+    switch (typeof current) {
+      case 'undefined':
+        return undefined;
+      case 'boolean':
+        return current ? 'true' : 'false';
+      case 'string':
+        if (!current.isWellFormed())
+          throw new NotJsonError(pathOf(where), 'string contains an unpaired surrogate');
+        return JSON.stringify(current);
+      case 'number':
+        if (!Number.isFinite(current))
+          throw new NotJsonError(pathOf(where), `number ${current} is not finite`);
+        return JSON.stringify(current);
+      case 'bigint':
+        throw new NotJsonError(pathOf(where), 'BigInt is not JSON; convert it to a string');
+      case 'function':
+        throw new NotJsonError(pathOf(where), 'functions are not JSON');
+      case 'symbol':
+        throw new NotJsonError(pathOf(where), 'symbols are not JSON');
+    }
+    if (current === null) return 'null';
+    const object = current as object;
+    const refused = refusedClassOf(object);
+    if (refused) throw new NotJsonError(pathOf(where), `${refused} is not JSON`);
+    if (ancestors.includes(object)) throw new NotJsonError(pathOf(where), 'circular reference');
+    ancestors.push(object);
+    try {
+      if (Array.isArray(object)) {
+        let text = '[';
+        for (let index = 0; index < object.length; index++) {
+          const segment = String(index);
+          const item = walk(object[index], { parent: where, segment, index: true }, segment, undefined);
+          text += `${index === 0 ? '' : ','}${item ?? 'null'}`;
+        }
+        return `${text}]`;
+      }
+      // Checked in the order `toJsonValue` walks, so the first refusal is the same one; sorted afterwards.
+      const members: Array<[string, string]> = [];
+      for (const [k, v] of Object.entries(object)) {
+        const here: Where = { parent: where, segment: k, index: false };
+        if (!k.isWellFormed()) throw new NotJsonError(pathOf(here), 'property name cannot be stored');
+        const rule = omitHere?.get(k);
+        const text = walk(v, here, k, rule === true ? undefined : rule);
+        if (text !== undefined && rule !== true) members.push([k, text]);
+      }
+      // RFC 8785 sorts the raw names by UTF-16 code units, as `<` compares them (not their escaped JSON forms).
+      members.sort(byKey);
+      let text = '{';
+      for (let i = 0; i < members.length; i++) {
+        const [k, member] = members[i]!;
+        text += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${member}`;
+      }
+      return `${text}}`;
+    } finally {
+      ancestors.pop();
+    }
+  };
+
+  return walk(value, undefined, '', omit) ?? 'null';
+}
