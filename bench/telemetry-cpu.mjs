@@ -29,7 +29,7 @@ function instantPool() {
       const text = typeof config === 'string' ? config : config.text;
       if (text.startsWith('INSERT INTO')) return { rows: [{ id: String(++id) }] };
       if (text.startsWith('WITH done')) {
-        return { rows: [{ completed_at: new Date(), expires_in_ms: 86_400_000, notify: null }] };
+        return { rows: [{ completed_at_ms: Date.now(), expires_in_ms: 86_400_000, notify: null }] };
       }
       throw new Error(`instant pool: no answer for ${text.slice(0, 40)}`);
     },
