@@ -14,7 +14,8 @@ const dist = (path) => JSON.stringify(new URL(`../dist/${path}`, import.meta.url
 const whole = `
 const t0 = performance.now();
 const { createLedger } = await import(${dist('index.js')});
-const ledger = await createLedger({ telemetry: false, schema: 'bench_start_' + process.pid });
+// The default schema on the embedded default, as a user's; on pg a schema per start, dropped afterwards.
+const ledger = await createLedger({ telemetry: false, ...(process.env.DATABASE_URL ? { schema: 'bench_start_' + process.pid } : {}) });
 const ms = performance.now() - t0;
 const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
 await tool.call({}, { key: 'k' });
@@ -53,13 +54,19 @@ const phase = (name) => {
 };
 phase('node');
 const { createLedger } = await import(${dist('index.js')});
+const { DEFAULTS: { schema: DEFAULT_SCHEMA } } = await import(${dist('config.js')});
 const pglite = await import('@electric-sql/pglite');
-const { openPGlite } = await import(${dist('ledger/drivers/pglite.js')});
+const { openInMemoryLedgerDb } = await import(${dist('ledger/drivers/pglite.js')});
+const { applyMigrations } = await import(${dist('ledger/migrate.js')});
+const { pgliteDriver } = await import(${dist('ledger/drivers/pglite.js')});
 phase('import');
-db = await openPGlite(undefined);
-phase('PGlite from saved initdb');
-const ledger = await createLedger({ pglite: db, telemetry: false, schema: 's' });
-phase('migrations');
+const opened = await openInMemoryLedgerDb(DEFAULT_SCHEMA);
+db = opened.db;
+phase(opened.saveMigrated ? 'PGlite from saved initdb' : 'PGlite from saved migrated cluster');
+await applyMigrations(pgliteDriver(db, false), DEFAULT_SCHEMA);
+await opened.saveMigrated?.();
+const ledger = await createLedger({ pglite: db, telemetry: false });
+phase('migrations (none when saved)');
 const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
 await tool.call({}, { key: 'k' });
 phase('first call');

@@ -1,8 +1,8 @@
 // The production-like OpenTelemetry SDK the telemetry benchmarks register, and the OTLP sink it exports to.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { context, metrics, trace } from '@opentelemetry/api';
-import { logs } from '@opentelemetry/api-logs';
+import { context, metrics, SpanStatusCode, trace } from '@opentelemetry/api';
+import { logs, SeverityNumber } from '@opentelemetry/api-logs';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
@@ -80,4 +80,25 @@ export function createSdk(url) {
     shutdown: () =>
       Promise.all([tracerProvider.shutdown(), meterProvider.shutdown(), loggerProvider.shutdown()]),
   };
+}
+
+/** What a user would add by hand: one span, one log record and one counter increment per call. */
+export function handInstrumentation() {
+  const tracer = trace.getTracer('hand-written');
+  const logger = logs.getLogger('hand-written');
+  const counter = metrics.getMeter('hand-written').createCounter('tool_calls');
+  return (work, key) =>
+    tracer.startActiveSpan('execute_tool create_invoice', async (span) => {
+      try {
+        const value = await work();
+        counter.add(1, { tool: 'create_invoice', outcome: 'ok' });
+        logger.emit({ severityNumber: SeverityNumber.INFO, body: 'tool call', attributes: { key } });
+        return value;
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
 }

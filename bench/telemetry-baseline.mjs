@@ -5,38 +5,15 @@
 // ratio to the with-telemetry side, next to the hand-written telemetry's own cost (hand-written with / without).
 //
 // Run: npm run build && node bench/telemetry-baseline.mjs   Env: DATABASE_URL, BENCH_CALLS (default 8000)
-import { metrics, SpanStatusCode, trace } from '@opentelemetry/api';
-import { logs, SeverityNumber } from '@opentelemetry/api-logs';
 import pg from 'pg';
 import { handWritten, toolLedger } from './baselines.mjs';
 import { fmtRatio, pairedChunks, pairRatio } from './paired.mjs';
 import { fmt, withPostgres } from './postgres.mjs';
-import { createSdk, startSink } from './sdk.mjs';
+import { createSdk, handInstrumentation, startSink } from './sdk.mjs';
 
 const CONCURRENCY = 16;
 const CALLS = Number(process.env.BENCH_CALLS ?? 8000);
 const CHUNK = 500;
-
-/** What a user would add by hand: one span, one log record and one counter increment per call. */
-function handInstrumentation() {
-  const tracer = trace.getTracer('hand-written');
-  const logger = logs.getLogger('hand-written');
-  const counter = metrics.getMeter('hand-written').createCounter('tool_calls');
-  return (work, key) =>
-    tracer.startActiveSpan('execute_tool create_invoice', async (span) => {
-      try {
-        const value = await work();
-        counter.add(1, { tool: 'create_invoice', outcome: 'ok' });
-        logger.emit({ severityNumber: SeverityNumber.INFO, body: 'tool call', attributes: { key } });
-        return value;
-      } catch (error) {
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw error;
-      } finally {
-        span.end();
-      }
-    });
-}
 
 const sink = await startSink();
 const sdk = createSdk(sink.url);

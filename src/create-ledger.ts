@@ -17,7 +17,7 @@ import type {
 } from './contract/types.js';
 import type { Driver } from './ledger/driver.js';
 import { type PgPoolLike, pgDriver } from './ledger/drivers/pg.js';
-import { openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
+import { openInMemoryLedgerDb, openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
 import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { migrationScript } from './ledger/migrations.js';
@@ -80,16 +80,24 @@ export interface Ledger {
   close(options?: CloseOptions): Promise<void>;
 }
 
-async function openDriver(config: ResolvedConfig): Promise<Driver> {
+/** A driver, and for the embedded default what to do once the migrations ran (save them for the next start). */
+interface OpenedDriver {
+  readonly driver: Driver;
+  readonly afterMigrations?: (() => Promise<void>) | undefined;
+}
+
+async function openDriver(config: ResolvedConfig): Promise<OpenedDriver> {
   const db = config.database;
   try {
     switch (db.kind) {
       case 'pool':
-        return pgDriver(db.pool, {
-          ownsPool: false,
-          preparedStatements: config.preparedStatements,
-          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
-        });
+        return {
+          driver: pgDriver(db.pool, {
+            ownsPool: false,
+            preparedStatements: config.preparedStatements,
+            answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+          }),
+        };
       case 'connectionString': {
         const pg = await import('pg');
         const Pool = pg.default?.Pool ?? (pg as unknown as { Pool: typeof pg.default.Pool }).Pool;
@@ -106,17 +114,22 @@ async function openDriver(config: ResolvedConfig): Promise<Driver> {
         });
         // An idle client's error (server restart) must not crash the process; the next query reports it.
         pool.on('error', () => {});
-        return pgDriver(pool as unknown as PgPoolLike, {
-          ownsPool: true,
-          preparedStatements: config.preparedStatements,
-          answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
-        });
+        return {
+          driver: pgDriver(pool as unknown as PgPoolLike, {
+            ownsPool: true,
+            preparedStatements: config.preparedStatements,
+            answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+          }),
+        };
       }
-      case 'pglite':
-        if (db.pglite === undefined || typeof db.pglite === 'string') {
-          return pgliteDriver(await openPGlite(db.pglite), true);
+      case 'pglite': {
+        if (db.pglite === undefined || db.pglite === 'memory://') {
+          const opened = await openInMemoryLedgerDb(config.schema);
+          return { driver: pgliteDriver(opened.db, true), afterMigrations: opened.saveMigrated };
         }
-        return pgliteDriver(db.pglite, false);
+        if (typeof db.pglite === 'string') return { driver: pgliteDriver(await openPGlite(db.pglite), true) };
+        return { driver: pgliteDriver(db.pglite, false) };
+      }
     }
   } catch (error) {
     throw new ToolLedgerError(
@@ -162,10 +175,14 @@ function maskedUrl(connectionString: string): string {
  */
 export async function createLedger(options: LedgerOptions = {}): Promise<Ledger> {
   const config = resolveConfig(options);
-  const driver = await openDriver(config);
+  const { driver, afterMigrations } = await openDriver(config);
   let deployment: DeploymentSecret | undefined;
   try {
-    if (config.migrate) await applyMigrations(driver, config.schema);
+    if (config.migrate) {
+      await applyMigrations(driver, config.schema);
+      // Before the key-hash secret is made: the saved start must not carry one.
+      await afterMigrations?.();
+    }
     // Before the ledger is handed out, so no call's span is keyed under anything else.
     if (config.telemetry !== false && configuredSecret(config.telemetry) === undefined) {
       deployment = await loadDeploymentSecret(driver, config.schema).catch((error: unknown) => {

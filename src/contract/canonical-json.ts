@@ -1,4 +1,4 @@
-import { MAX_JSON_DEPTH, NotJsonError, refusedClassOf } from './json.js';
+import { MAX_JSON_DEPTH, NotJsonError, refusalOf, viaToJson } from './json.js';
 
 /**
  * Fields left out of the canonical text, as a tree of property names: `true` drops the field, a subtree descends
@@ -61,38 +61,20 @@ export function canonicalJson(value: unknown, omit?: OmitTree): string {
     if (ancestors.length >= MAX_JSON_DEPTH) {
       throw new NotJsonError(pathOf(where), `nested deeper than ${MAX_JSON_DEPTH} levels`);
     }
-    let current = input;
-    if (
-      current !== null &&
-      typeof current === 'object' &&
-      typeof (current as { toJSON?: unknown }).toJSON === 'function'
-    ) {
-      current = (current as { toJSON: (k: string) => unknown }).toJSON(key);
-    }
+    const current = viaToJson(input, key);
+    const refused = refusalOf(current, false);
+    if (refused) throw new NotJsonError(pathOf(where), refused);
     switch (typeof current) {
       case 'undefined':
         return undefined;
       case 'boolean':
         return current ? 'true' : 'false';
       case 'string':
-        if (!current.isWellFormed())
-          throw new NotJsonError(pathOf(where), 'string contains an unpaired surrogate');
-        return JSON.stringify(current);
       case 'number':
-        if (!Number.isFinite(current))
-          throw new NotJsonError(pathOf(where), `number ${current} is not finite`);
         return JSON.stringify(current);
-      case 'bigint':
-        throw new NotJsonError(pathOf(where), 'BigInt is not JSON; convert it to a string');
-      case 'function':
-        throw new NotJsonError(pathOf(where), 'functions are not JSON');
-      case 'symbol':
-        throw new NotJsonError(pathOf(where), 'symbols are not JSON');
     }
-    if (current === null) return 'null';
-    const object = current as object;
-    const refused = refusedClassOf(object);
-    if (refused) throw new NotJsonError(pathOf(where), `${refused} is not JSON`);
+    if (current === null || typeof current !== 'object') return 'null';
+    const object = current;
     if (ancestors.includes(object)) throw new NotJsonError(pathOf(where), 'circular reference');
     ancestors.push(object);
     try {

@@ -31,12 +31,51 @@ const REFUSED_CLASSES: ReadonlyArray<[abstract new (...args: never[]) => object,
 ];
 
 /** What kind of non-JSON object this is (a Map, a Promise, …), or undefined for objects JSON can hold. */
-export function refusedClassOf(object: object): string | undefined {
+function refusedClassOf(object: object): string | undefined {
   const proto = Object.getPrototypeOf(object);
   // Plain objects and arrays, the usual case, skip the instanceof checks.
   if (proto === Object.prototype || proto === Array.prototype || proto === null) return undefined;
   for (const [cls, label] of REFUSED_CLASSES) if (object instanceof cls) return label;
   return undefined;
+}
+
+/** What JSON.stringify writes in place of `value` under `key`: the result of its `toJSON`, if it has one. */
+export function viaToJson(value: unknown, key: string): unknown {
+  if (
+    value !== null &&
+    typeof value === 'object' &&
+    typeof (value as { toJSON?: unknown }).toJSON === 'function'
+  ) {
+    return (value as { toJSON: (k: string) => unknown }).toJSON(key);
+  }
+  return value;
+}
+
+/**
+ * Why a value (after `toJSON`) is not JSON, for a `NotJsonError`, or undefined when it is. `storable` also refuses
+ * strings Postgres jsonb cannot store (NUL). Circular structures and depth are the walk's to find.
+ */
+export function refusalOf(value: unknown, storable: boolean): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      // An unpaired surrogate has no UTF-8 form: neither the canonical hash nor Postgres can take it.
+      if (!value.isWellFormed()) return 'string contains an unpaired surrogate';
+      return storable && value.includes('\u0000') ? 'string contains a NUL character' : undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : `number ${value} is not finite`;
+    case 'bigint':
+      return 'BigInt is not JSON; convert it to a string';
+    case 'function':
+      return 'functions are not JSON';
+    case 'symbol':
+      return 'symbols are not JSON';
+    case 'object': {
+      const refused = value === null ? undefined : refusedClassOf(value);
+      return refused && `${refused} is not JSON`;
+    }
+    default:
+      return undefined;
+  }
 }
 
 /**
@@ -51,41 +90,21 @@ export function toJsonValue(value: unknown, options: Options): JsonValue {
     if (ancestors.length >= MAX_JSON_DEPTH) {
       throw new NotJsonError(path, `nested deeper than ${MAX_JSON_DEPTH} levels`);
     }
-    let current = input;
-    if (
-      current !== null &&
-      typeof current === 'object' &&
-      typeof (current as { toJSON?: unknown }).toJSON === 'function'
-    ) {
-      current = (current as { toJSON: (k: string) => unknown }).toJSON(key);
-    }
+    const current = viaToJson(input, key);
+    const refused = refusalOf(current, options.storable);
+    if (refused) throw new NotJsonError(path, refused);
     switch (typeof current) {
       case 'undefined':
         return undefined;
       case 'boolean':
-        return current;
       case 'string':
-        // An unpaired surrogate has no UTF-8 form: neither the canonical hash nor Postgres can take it.
-        if (!current.isWellFormed()) throw new NotJsonError(path, 'string contains an unpaired surrogate');
-        if (options.storable && current.includes('\u0000')) {
-          throw new NotJsonError(path, 'string contains a NUL character');
-        }
         return current;
       case 'number':
-        if (!Number.isFinite(current)) throw new NotJsonError(path, `number ${current} is not finite`);
         // JSON has no negative zero: without this, a first call would return -0 and its replay 0.
         return current === 0 ? 0 : current;
-      case 'bigint':
-        throw new NotJsonError(path, 'BigInt is not JSON; convert it to a string');
-      case 'function':
-        throw new NotJsonError(path, 'functions are not JSON');
-      case 'symbol':
-        throw new NotJsonError(path, 'symbols are not JSON');
     }
-    if (current === null) return null;
-    const object = current as object;
-    const refused = refusedClassOf(object);
-    if (refused) throw new NotJsonError(path, `${refused} is not JSON`);
+    if (current === null || typeof current !== 'object') return null;
+    const object = current;
     if (ancestors.includes(object)) throw new NotJsonError(path, 'circular reference');
     ancestors.push(object);
     try {

@@ -20,3 +20,35 @@ export function boundedCache<V>(
     return value;
   };
 }
+
+/**
+ * `boundedCache` for answers that depend on two values, kept by the values themselves: a call's strings are
+ * usually the same string objects every time (a tool's name, an outcome), whose hashes the engine keeps, where a
+ * string joined from them would be new, and hashed again, on every call.
+ */
+export function boundedPairCache<A, B, V>(
+  compute: (a: A, b: B) => V | undefined,
+  limit = DEFAULT_LIMIT,
+): (a: A, b: B) => V | undefined {
+  const cache = new Map<A, Map<B, V>>();
+  let count = 0;
+  return (a, b) => {
+    let inner = cache.get(a);
+    const hit = inner?.get(b);
+    if (hit !== undefined) return hit;
+    const value = compute(a, b);
+    if (value === undefined) return undefined;
+    if (count >= limit) {
+      cache.clear();
+      count = 0;
+      inner = undefined;
+    }
+    if (inner === undefined) {
+      inner = new Map();
+      cache.set(a, inner);
+    }
+    inner.set(b, value);
+    count += 1;
+    return value;
+  };
+}

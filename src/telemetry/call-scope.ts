@@ -3,13 +3,15 @@ import {
   type Context,
   context,
   createContextKey,
-  isSpanContextValid,
+  INVALID_SPANID,
+  INVALID_TRACEID,
   type Span,
   SpanKind,
   SpanStatusCode,
   TraceFlags,
   trace,
 } from '@opentelemetry/api';
+import type { LogRecord } from '@opentelemetry/api-logs';
 import type { CallScope, CallStart, Decision, LedgerOperation, SpanRef } from '../contract/observer.js';
 import { OUTCOME_INFO } from '../contract/outcomes.js';
 import { put } from './attributes.js';
@@ -18,7 +20,7 @@ import { captureContent } from './content.js';
 import { describeError, type ErrorInfo } from './error-info.js';
 import { LEDGER_OPERATION_ATTRIBUTES, type MetricLabels } from './metric-labels.js';
 import type { ObserverConfig } from './observer-config.js';
-import { safeExecute } from './safe.js';
+import { reportOnce } from './safe.js';
 import {
   ATTR,
   ERROR_TYPE_TOOL_ERROR,
@@ -51,7 +53,9 @@ function isValidRef(ref: SpanRef | undefined): ref is SpanRef {
     typeof ref.spanId === 'string' &&
     HEX_TRACE_ID.test(ref.traceId) &&
     HEX_SPAN_ID.test(ref.spanId) &&
-    isSpanContextValid({ traceId: ref.traceId, spanId: ref.spanId, traceFlags: TraceFlags.NONE })
+    // What isSpanContextValid adds to these patterns: the all-zero ids are invalid.
+    ref.traceId !== INVALID_TRACEID &&
+    ref.spanId !== INVALID_SPANID
   );
 }
 
@@ -62,7 +66,9 @@ function errorType(decision: Decision, error: ErrorInfo | undefined): string | u
 
 /**
  * One tool call's telemetry: its span from `startCall` to `end`, then one log record and the metrics of the
- * decision. Every step runs in `safeExecute`, so no telemetry fault reaches the call.
+ * decision. Every step runs in its own try/catch (`reportOnce`, as `safeExecute` does), so no telemetry fault
+ * reaches the call; written out rather than through `safeExecute`, which would allocate a closure per step and
+ * call all of them through one call site the engine cannot inline.
  */
 export class OtelCallScope implements CallScope {
   // The methods are arrow-function fields because the middleware passes them around detached
@@ -83,36 +89,58 @@ export class OtelCallScope implements CallScope {
   constructor(config: ObserverConfig, start: CallStart) {
     this.#config = config;
     this.#start = start;
-    safeExecute('span attributes', () => this.#collectStartAttributes());
-    const started = safeExecute('span start', () => {
+    try {
+      this.#collectStartAttributes();
+    } catch (error) {
+      reportOnce('span attributes', error);
+    }
+    let span: Span | undefined;
+    let ctx: Context | undefined;
+    try {
       const parent = context.active();
-      // Content goes on the span only, never on the log record, so it needs its own copy; otherwise the SDK's own
-      // copy at span start is enough.
-      let attributes = this.#attributes;
-      const description = config.toolDescription(start.description);
-      if (config.captureContent || description !== undefined) {
-        attributes = { ...attributes };
-        put(attributes, ATTR.GEN_AI_TOOL_DESCRIPTION, description);
-      }
-      if (config.captureContent) {
-        put(
-          attributes,
-          ATTR.GEN_AI_TOOL_CALL_ARGUMENTS,
-          captureContent(start.input, config.redactor, config.maxContentLength),
-        );
-      }
-      const name = typeof start.tool === 'string' ? `${SPAN_NAME_PREFIX} ${start.tool}` : SPAN_NAME_PREFIX;
-      const span = config.signals.tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
-      return { span, context: trace.setSpan(parent, span) };
-    });
-    this.#span = started?.span;
-    this.#context = started?.context;
-    this.spanRef = safeExecute('span context', () => {
+      span = this.#startSpan(parent);
+      ctx = trace.setSpan(parent, span);
+    } catch (error) {
+      span = undefined;
+      ctx = undefined;
+      reportOnce('span start', error);
+    }
+    this.#span = span;
+    this.#context = ctx;
+    let ref: SpanRef | undefined;
+    try {
       // A non-recording span carries its parent's ids (or none): nothing a later replay could link to.
-      if (!this.#span?.isRecording()) return undefined;
-      const { traceId, spanId } = this.#span.spanContext();
-      return { traceId, spanId };
-    });
+      if (span?.isRecording()) {
+        const { traceId, spanId } = span.spanContext();
+        ref = { traceId, spanId };
+      }
+    } catch (error) {
+      ref = undefined;
+      reportOnce('span context', error);
+    }
+    this.spanRef = ref;
+  }
+
+  #startSpan(parent: Context): Span {
+    const config = this.#config;
+    const start = this.#start;
+    // Content goes on the span only, never on the log record, so it needs its own copy; otherwise the SDK's own
+    // copy at span start is enough.
+    let attributes = this.#attributes;
+    const description = config.toolDescription(start.description);
+    if (config.captureContent || description !== undefined) {
+      attributes = { ...attributes };
+      put(attributes, ATTR.GEN_AI_TOOL_DESCRIPTION, description);
+    }
+    if (config.captureContent) {
+      put(
+        attributes,
+        ATTR.GEN_AI_TOOL_CALL_ARGUMENTS,
+        captureContent(start.input, config.redactor, config.maxContentLength),
+      );
+    }
+    const name = typeof start.tool === 'string' ? `${SPAN_NAME_PREFIX} ${start.tool}` : SPAN_NAME_PREFIX;
+    return config.signals.tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
   }
 
   #collectStartAttributes(): void {
@@ -151,41 +179,49 @@ export class OtelCallScope implements CallScope {
   };
 
   readonly setParamsHash = (hash: string): void => {
-    safeExecute('span attributes', () => {
+    try {
       if (typeof hash !== 'string') return;
       const keyed = this.#config.paramsHash(hash);
       if (keyed === undefined) return;
       this.#attributes[ATTR.PARAMS_HASH] = keyed;
       this.#span?.setAttribute(ATTR.PARAMS_HASH, keyed);
-    });
+    } catch (error) {
+      reportOnce('span attributes', error);
+    }
   };
 
   readonly recordLedgerOperation = (operation: LedgerOperation, seconds: number): void => {
-    safeExecute('ledger operation metric', () => {
+    try {
       if (!KNOWN_OPERATIONS.has(operation) || !Number.isFinite(seconds) || seconds < 0) return;
       this.#config.signals
         .instruments()
         .ledgerOperationDuration.record(seconds, LEDGER_OPERATION_ATTRIBUTES[operation]);
-    });
+    } catch (error) {
+      reportOnce('ledger operation metric', error);
+    }
   };
 
   readonly handlerStarted = (): void => {
-    safeExecute('in-flight metric', () => {
+    try {
       const labels = this.#labels;
       if (this.#inFlight || !labels) return;
       // Kept so the decrement goes to the same series even if the global meter provider changes meanwhile.
       const series = this.#config.signals.instruments().sums.inFlight.series(labels.key, labels.attributes);
       series.value += 1;
       this.#inFlight = series;
-    });
+    } catch (error) {
+      reportOnce('in-flight metric', error);
+    }
   };
 
   readonly handlerFinished = (): void => {
-    safeExecute('in-flight metric', () => {
+    try {
       const series = this.#inFlight;
       this.#inFlight = undefined;
       if (series) series.value -= 1;
-    });
+    } catch (error) {
+      reportOnce('in-flight metric', error);
+    }
   };
 
   readonly end = (decision: Decision): void => {
@@ -194,16 +230,35 @@ export class OtelCallScope implements CallScope {
     this.handlerFinished();
     const outcome = decision?.outcome;
     const success = KNOWN_OUTCOMES.has(outcome) && OUTCOME_INFO[outcome].success;
-    const error =
-      success || decision === undefined
-        ? undefined
-        : safeExecute('error description', () =>
-            describeError(decision.error, this.#config.redactor, outcome === 'failed'),
-          );
-    safeExecute('decision attributes', () => this.#collectDecisionAttributes(decision, error));
-    safeExecute('span end', () => this.#endSpan(decision, success, error));
-    safeExecute('decision log', () => this.#emitLog(decision, error));
-    safeExecute('decision metrics', () => this.#recordMetrics(decision, error));
+    let error: ErrorInfo | undefined;
+    if (!success && decision !== undefined) {
+      try {
+        error = describeError(decision.error, this.#config.redactor, outcome === 'failed');
+      } catch (thrown) {
+        error = undefined;
+        reportOnce('error description', thrown);
+      }
+    }
+    try {
+      this.#collectDecisionAttributes(decision, error);
+    } catch (thrown) {
+      reportOnce('decision attributes', thrown);
+    }
+    try {
+      this.#endSpan(decision, success, error);
+    } catch (thrown) {
+      reportOnce('span end', thrown);
+    }
+    try {
+      this.#emitLog(decision, error);
+    } catch (thrown) {
+      reportOnce('decision log', thrown);
+    }
+    try {
+      this.#recordMetrics(decision, error);
+    } catch (thrown) {
+      reportOnce('decision metrics', thrown);
+    }
   };
 
   #collectDecisionAttributes(decision: Decision, error: ErrorInfo | undefined): void {
@@ -223,6 +278,8 @@ export class OtelCallScope implements CallScope {
     const span = this.#span;
     if (!span) return;
     try {
+      // A span the sampler dropped keeps nothing: its attributes, links and status would only cost a result scrub.
+      if (!span.isRecording()) return;
       span.setAttributes(this.#decisionAttributes);
       const config = this.#config;
       if (config.captureContent && success && decision.result !== undefined) {
@@ -267,24 +324,23 @@ export class OtelCallScope implements CallScope {
     const outcome = decision.outcome;
     const level = SEVERITY[KNOWN_OUTCOMES.has(outcome) ? OUTCOME_SEVERITY[outcome] : 'WARN'];
     const body = this.#config.logBody(this.#start.tool, outcome, error?.message);
-    logger.emit({
+    const record: LogRecord = {
       eventName: LOG_EVENT_NAME,
       severityNumber: level.number,
       severityText: level.text,
-      ...(body === undefined ? {} : { body }),
-      // Emitted once, at the end of the scope: nothing mutates these attributes afterwards.
-      attributes: this.#attributes,
-      ...(this.#context === undefined ? {} : { context: this.#context }),
-      ...(outcome === 'failed' && error
-        ? {
-            exception: {
-              name: error.type,
-              ...(error.message === undefined ? {} : { message: error.message }),
-              ...(error.stack === undefined ? {} : { stack: error.stack }),
-            },
-          }
-        : {}),
-    });
+    };
+    if (body !== undefined) record.body = body;
+    // Emitted once, at the end of the scope: nothing mutates these attributes afterwards.
+    record.attributes = this.#attributes;
+    if (this.#context !== undefined) record.context = this.#context;
+    if (outcome === 'failed' && error) {
+      record.exception = {
+        name: error.type,
+        ...(error.message === undefined ? {} : { message: error.message }),
+        ...(error.stack === undefined ? {} : { stack: error.stack }),
+      };
+    }
+    logger.emit(record);
   }
 
   #recordMetrics(decision: Decision, error: ErrorInfo | undefined): void {

@@ -1,6 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import { boundedCache } from './bounded-cache.js';
-import { hashKey } from './key-hash.js';
+import { hashKey, keyHasher } from './key-hash.js';
 import { isAcceptableKey, isRawSafeKey } from './key-policy.js';
 import { type DeploymentSecret, newSecret } from './key-secret.js';
 import type { Redactor, TelemetryOptions } from './options.js';
@@ -43,26 +43,42 @@ export function keyAttributes(
   redactor: Redactor,
 ): Attributes {
   if (typeof key !== 'string' || !isAcceptableKey(key)) return {};
+  return acceptableKeyAttributes(key, mode, (text) => hashKey(text, secret), redactor);
+}
+
+/** `keyAttributes` of a key `isAcceptableKey` has passed. */
+function acceptableKeyAttributes(
+  key: string,
+  mode: KeyMode,
+  hash: (key: string) => string,
+  redactor: Redactor,
+): Attributes {
   if (mode === 'raw') return { [ATTR.IDEMPOTENCY_KEY]: key };
   if (mode === 'auto') {
     const safe = safeExecute('key check', () => isRawSafeKey(key, (text) => redactor.redactText(text)));
     if (safe === true) return { [ATTR.IDEMPOTENCY_KEY]: key };
   }
-  const hash = safeExecute('key hash', () => hashKey(key, secret));
-  return hash === undefined ? {} : { [ATTR.IDEMPOTENCY_KEY_HASH]: hash };
+  const hashed = safeExecute('key hash', () => hash(key));
+  return hashed === undefined ? {} : { [ATTR.IDEMPOTENCY_KEY_HASH]: hashed };
 }
 
 /**
- * `keyAttributes` with the answers for recent keys remembered: a retried or replayed call repeats its key.
+ * `keyAttributes` with the answers for recent keys remembered: a retried or replayed call repeats its key. As many
+ * keys as the ledger's replay cache holds by default, so a replay it answers from memory finds its key here too.
  */
 export function cachedKeyAttributes(
   mode: KeyMode,
   secret: string,
   redactor: Redactor,
 ): (key: string | undefined) => Readonly<Attributes> {
-  const cached = boundedCache((key) => Object.freeze(keyAttributes(key, mode, secret, redactor)));
+  const hash = keyHasher(secret);
+  const cached = boundedCache(
+    (key) => Object.freeze(acceptableKeyAttributes(key, mode, hash, redactor)),
+    REMEMBERED_KEYS,
+  );
   // Checked before the lookup: a refused 1 MB key would cost a hash of all of it, and then be kept in the cache.
   return (key) => (typeof key === 'string' && isAcceptableKey(key) ? (cached(key) ?? NO_KEY) : NO_KEY);
 }
 
 const NO_KEY: Readonly<Attributes> = Object.freeze({});
+const REMEMBERED_KEYS = 10_000;

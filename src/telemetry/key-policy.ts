@@ -65,14 +65,31 @@ function letterParts(key: string): string[] {
   return key.match(/[A-Z]?[a-z]+|[A-Z]+(?![a-z])/g) ?? [];
 }
 
+/** A lowercase letter part is an English word (`WORD`) and/or a name (`NAME`). */
+const WORD = 1;
+const NAME = 2;
+const MAX_REMEMBERED_PARTS = 10_000;
+const partKinds = new Map<string, number>();
+
+/**
+ * The dictionary verdict of a lowercase part, remembered: keys repeat their parts (`order`, `refund`, `tl`) on
+ * every call, and an English-word lookup is a binary search over the word list's text (about a microsecond).
+ */
+function partKind(lower: string): number {
+  let kind = partKinds.get(lower);
+  if (kind === undefined) {
+    const dicts = dictionaries();
+    kind = (dicts.isWord(lower) ? WORD : 0) | (dicts.isName(lower) ? NAME : 0);
+    if (partKinds.size >= MAX_REMEMBERED_PARTS) partKinds.clear();
+    partKinds.set(lower, kind);
+  }
+  return kind;
+}
+
 function isOpaqueToken(key: string): boolean {
   if (!TOKEN.test(key) || !/\d/.test(key) || !/[A-Za-z]/.test(key)) return false;
   if (entropyPerChar(key) < 3.5) return false;
-  const dicts = dictionaries();
-  return letterParts(key).every((part) => {
-    const lower = part.toLowerCase();
-    return lower.length < 4 || (!dicts.isWord(lower) && !dicts.isName(lower));
-  });
+  return letterParts(key).every((part) => part.length < 4 || partKind(part.toLowerCase()) === 0);
 }
 
 // Three digit groups in a row (1984-07-19, 020.7946.0958) read as a date or a phone number.
@@ -80,12 +97,12 @@ const DIGIT_GROUPS = /\d{1,4}[-.:_]\d{1,4}[-.:_]\d{2,4}/;
 
 function passesConservativeCheck(key: string, scrub: (text: string) => string): boolean {
   if (!CONSERVATIVE.test(key) || DIGIT_GROUPS.test(key) || hasSecretLikeRun(key)) return false;
-  const dicts = dictionaries();
   for (const part of letterParts(key)) {
     const lower = part.toLowerCase();
     if (ALLOWED.has(lower)) continue;
-    if (dicts.isName(lower)) return false;
-    if (lower.length >= 4 && !dicts.isWord(lower)) return false;
+    const kind = partKind(lower);
+    if ((kind & NAME) !== 0) return false;
+    if (lower.length >= 4 && (kind & WORD) === 0) return false;
   }
   return scrub(key) === key;
 }

@@ -31,7 +31,8 @@ export class MetricLabels {
   readonly key: string;
   /** Tool, kind and tenant (when allow-listed): `tool_ledger.runs.in_flight`. */
   readonly attributes: Attributes;
-  readonly #outcomes = new Map<string, OutcomeLabels>();
+  readonly #outcomes = new Map<unknown, Map<string | undefined, OutcomeLabels>>();
+  #count = 0;
 
   constructor(tool: string, kind: string, tenant: string | undefined) {
     this.key = labelsId(tool, kind, tenant);
@@ -43,8 +44,9 @@ export class MetricLabels {
   }
 
   outcome(outcome: unknown, errorType: string | undefined): OutcomeLabels {
-    const id = `${String(outcome)}\u0000${errorType ?? ''}`;
-    let found = this.#outcomes.get(id);
+    // By outcome, then error type: nested maps find a call's labels without building a string key per call.
+    let byError = this.#outcomes.get(outcome);
+    let found = byError?.get(errorType);
     if (found === undefined) {
       const attributes: Attributes = { ...this.attributes };
       put(attributes, ATTR.OUTCOME, outcome);
@@ -56,8 +58,17 @@ export class MetricLabels {
         withErrorType: Object.freeze(withErrorType),
       };
       // Error types come from error codes and class names: few per tool, but not bounded by the ledger.
-      if (this.#outcomes.size >= MAX_OUTCOMES) this.#outcomes.clear();
-      this.#outcomes.set(id, found);
+      if (this.#count >= MAX_OUTCOMES) {
+        this.#outcomes.clear();
+        this.#count = 0;
+        byError = undefined;
+      }
+      if (byError === undefined) {
+        byError = new Map();
+        this.#outcomes.set(outcome, byError);
+      }
+      byError.set(errorType, found);
+      this.#count += 1;
     }
     return found;
   }
@@ -69,15 +80,33 @@ const MAX_TOOLS = 1000;
 export function metricLabelsCache(
   metricTenants: ReadonlySet<string>,
 ): (tool: string, kind: string, tenant: unknown) => MetricLabels {
-  const cache = new Map<string, MetricLabels>();
+  // Tool, then kind, then shown tenant: the call's own strings are the keys, where a joined key would be a new
+  // string to build and hash on every call.
+  const cache = new Map<string, Map<string, Map<string | undefined, MetricLabels>>>();
+  let count = 0;
   return (tool, kind, tenant) => {
     const shown = typeof tenant === 'string' && metricTenants.has(tenant) ? tenant : undefined;
-    const id = labelsId(tool, kind, shown);
-    let found = cache.get(id);
+    let byKind = cache.get(tool);
+    let byTenant = byKind?.get(kind);
+    let found = byTenant?.get(shown);
     if (found === undefined) {
       found = new MetricLabels(tool, kind, shown);
-      if (cache.size >= MAX_TOOLS) cache.clear();
-      cache.set(id, found);
+      if (count >= MAX_TOOLS) {
+        cache.clear();
+        count = 0;
+        byKind = undefined;
+        byTenant = undefined;
+      }
+      if (byKind === undefined) {
+        byKind = new Map();
+        cache.set(tool, byKind);
+      }
+      if (byTenant === undefined) {
+        byTenant = new Map();
+        byKind.set(kind, byTenant);
+      }
+      byTenant.set(shown, found);
+      count += 1;
     }
     return found;
   };

@@ -1,8 +1,8 @@
 import type { CallObserver } from '../contract/observer.js';
-import { boundedCache } from './bounded-cache.js';
+import { boundedCache, boundedPairCache } from './bounded-cache.js';
 import { OtelCallScope } from './call-scope.js';
 import { cachedKeyAttributes, resolveSecret } from './key-attributes.js';
-import { hashKey } from './key-hash.js';
+import { keyHasher } from './key-hash.js';
 import { isAcceptableKey } from './key-policy.js';
 import { configuredSecret, type DeploymentSecret } from './key-secret.js';
 import { metricLabelsCache } from './metric-labels.js';
@@ -39,6 +39,9 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
   // on almost every call, so they get their own, where they cannot keep clearing the others' entries.
   const scrubRepeated = scrubCache((text) => redactor.redactText(text));
   const scrubId = scrubCache((text) => redactor.redactText(text));
+  const head = (tool: unknown, outcome: unknown) =>
+    scrubRepeated(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
+  const stringHead = boundedPairCache(head);
   const config: ObserverConfig = {
     signals: createSignals(options),
     redactor,
@@ -46,7 +49,7 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
     maxContentLength,
     keyAttributes: cachedKeyAttributes(options.keyMode ?? 'auto', secret, redactor),
     // Keyed, so a low-entropy input ({email, ssn}) cannot be recovered by hashing candidates.
-    paramsHash: boundedCache((hash) => hashKey(hash, secret)),
+    paramsHash: boundedCache(keyHasher(secret)),
     metricLabels: metricLabelsCache(new Set(options.metricTenants ?? [])),
     // The ledger's own limits first (1024 characters, no NUL): a tenant it refuses is never scrubbed.
     tenantLabel: (tenant) =>
@@ -58,9 +61,12 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
       typeof description === 'string' && description.length > 0 ? scrubRepeated(description) : undefined,
     toolCallId: (id) => (typeof id === 'string' && isAcceptableKey(id) ? scrubId(id) : undefined),
     logBody: (tool, outcome, message) => {
-      const head = scrubRepeated(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
-      if (head === undefined) return undefined;
-      return message === undefined ? head : `${head}: ${message}`;
+      const scrubbed =
+        typeof tool === 'string' && typeof outcome === 'string'
+          ? stringHead(tool, outcome)
+          : head(tool, outcome);
+      if (scrubbed === undefined) return undefined;
+      return message === undefined ? scrubbed : `${scrubbed}: ${message}`;
     },
   };
   return {

@@ -87,3 +87,49 @@ describe('in-memory PGlite from a saved initdb', () => {
     await db.close();
   });
 });
+
+describe('in-memory PGlite saved once migrated', () => {
+  it("starts a schema's second ledger migrated, without the first one's key-hash secret", async () => {
+    const paths = { initdb: join(dir, 'm-initdb.tar.gz'), migrated: join(dir, 'm-migrated.tar.gz') };
+    const { openInMemoryLedgerDb, pgliteDriver } = await import('../../src/ledger/drivers/pglite.js');
+    const { applyMigrations } = await import('../../src/ledger/migrate.js');
+    const { createLedger } = await import('../../src/index.js');
+    const secretOf = async (db: PGlite) =>
+      (
+        await db.query<{ value: string }>(
+          `SELECT value FROM "saved_m".tool_ledger_settings WHERE name = 'key_hash_secret'`,
+        )
+      ).rows[0]?.value;
+
+    const first = await openInMemoryLedgerDb('saved_m', paths);
+    expect(first.saveMigrated).toBeTypeOf('function');
+    expect(await applyMigrations(pgliteDriver(first.db, false), 'saved_m')).not.toHaveLength(0);
+    await first.saveMigrated?.();
+    // What createLedger does next: the secret is made after the save, so it is not in the saved cluster.
+    const firstLedger = await createLedger({ pglite: first.db as never, schema: 'saved_m' });
+    const firstSecret = await secretOf(first.db as unknown as PGlite);
+    await firstLedger.close();
+    await first.db.close();
+
+    const second = await openInMemoryLedgerDb('saved_m', paths);
+    expect(second.saveMigrated).toBeUndefined();
+    expect(await applyMigrations(pgliteDriver(second.db, false), 'saved_m')).toEqual([]);
+    expect(await secretOf(second.db as unknown as PGlite)).toBeUndefined();
+    const secondLedger = await createLedger({ pglite: second.db as never, schema: 'saved_m' });
+    const tool = secondLedger.tool({ name: 'x', kind: 'mutation', handler: () => ({ ok: true }) });
+    expect((await tool.invoke({}, { key: 'k' })).outcome).toBe('executed');
+    const secondSecret = await secretOf(second.db as unknown as PGlite);
+    expect(secondSecret).toMatch(/\S{16,}/);
+    expect(secondSecret).not.toBe(firstSecret);
+    await secondLedger.close();
+    await second.db.close();
+
+    // Another schema has a cluster of its own (not this one's tables).
+    const other = await openInMemoryLedgerDb('saved_other', {
+      ...paths,
+      migrated: join(dir, 'm-other.tar.gz'),
+    });
+    expect(other.saveMigrated).toBeTypeOf('function');
+    await other.db.close();
+  });
+});

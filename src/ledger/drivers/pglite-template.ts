@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -49,7 +49,15 @@ const TEMPLATE_SHAPE = 'wal1';
  */
 const IN_MEMORY_SETTINGS = { shared_buffers: '8MB' } as const satisfies Record<string, string>;
 
-async function templatePath(): Promise<string | undefined> {
+/**
+ * Where the saved cluster lives: after initdb only, or (`migrated`) also with tool-ledger's tables in one schema at
+ * one migration version, which saves a first start's migrations (a second or more of its start). A cluster saved
+ * under another version or schema is never loaded.
+ */
+export async function templatePath(migrated?: {
+  readonly schema: string;
+  readonly version: number;
+}): Promise<string | undefined> {
   try {
     // The package exports no package.json; its version sits beside the resolved entry's folder.
     const entry = fileURLToPath(import.meta.resolve('@electric-sql/pglite'));
@@ -57,7 +65,10 @@ async function templatePath(): Promise<string | undefined> {
       version?: unknown;
     };
     if (typeof manifest.version !== 'string' || !/^[\w.+-]+$/.test(manifest.version)) return undefined;
-    return join(tmpdir(), `tool-ledger-pglite-${manifest.version}-${TEMPLATE_SHAPE}-initdb.tar.gz`);
+    const contents = migrated
+      ? `m${migrated.version}-${createHash('sha256').update(migrated.schema).digest('hex').slice(0, 16)}`
+      : 'initdb';
+    return join(tmpdir(), `tool-ledger-pglite-${manifest.version}-${TEMPLATE_SHAPE}-${contents}.tar.gz`);
   } catch {
     return undefined;
   }
@@ -126,28 +137,42 @@ async function startFromSaved(
   }
 }
 
+/** Saves a cluster whole under a unique name, then renames it: a parallel start never reads half a file. */
+export async function saveTemplate(
+  db: { dumpDataDir(compression: 'gzip'): Promise<Blob> },
+  path: string,
+): Promise<void> {
+  try {
+    const partial = `${path}.${randomBytes(6).toString('hex')}.partial`;
+    await writeFile(partial, Buffer.from(await (await db.dumpDataDir('gzip')).arrayBuffer()));
+    await rename(partial, path).catch(() => unlink(partial));
+  } catch {
+    // The next start runs initdb (or the migrations) again.
+  }
+}
+
+/** A start from the cluster saved at `path`, or undefined when there is none that loads. */
+export async function loadTemplate<T>(pglite: PGliteModule, path: string): Promise<T | undefined> {
+  const saved = await readFile(path).catch(() => undefined);
+  if (!saved) return undefined;
+  const db = await startFromSaved(pglite, saved, startParams(pglite.PGlite));
+  if (!db) await unlink(path).catch(() => {});
+  return (db ?? undefined) as T | undefined;
+}
+
 export async function createInMemoryPGlite<T>(
   pglite: PGliteModule,
   path: string | undefined = undefined,
 ): Promise<T> {
   path ??= await templatePath();
-  const params = startParams(pglite.PGlite);
   if (path) {
-    const saved = await readFile(path).catch(() => undefined);
-    const db = saved && (await startFromSaved(pglite, saved, params));
-    if (db) return db as T;
-    if (saved) await unlink(path).catch(() => {});
+    const loaded = await loadTemplate<T>(pglite, path);
+    if (loaded) return loaded;
   }
-  const db = await pglite.PGlite.create({ startParams: params, initDbStartParams: [...INITDB_ARGS] });
-  if (path) {
-    try {
-      // Written whole under a unique name, then renamed: a parallel start never reads half a file.
-      const partial = `${path}.${randomBytes(6).toString('hex')}.partial`;
-      await writeFile(partial, Buffer.from(await (await db.dumpDataDir('gzip')).arrayBuffer()));
-      await rename(partial, path).catch(() => unlink(partial));
-    } catch {
-      // Next start runs initdb again.
-    }
-  }
+  const db = await pglite.PGlite.create({
+    startParams: startParams(pglite.PGlite),
+    initDbStartParams: [...INITDB_ARGS],
+  });
+  if (path) await saveTemplate(db, path);
   return db as T;
 }

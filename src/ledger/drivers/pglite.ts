@@ -1,6 +1,7 @@
 import type { Queryable } from '../../contract/types.js';
 import type { Driver } from '../driver.js';
-import { createInMemoryPGlite } from './pglite-template.js';
+import { LATEST_VERSION } from '../migrations.js';
+import { createInMemoryPGlite, loadTemplate, saveTemplate, templatePath } from './pglite-template.js';
 
 /** The parts of a PGlite instance used here, described structurally. */
 export interface PGliteLike extends Queryable {
@@ -28,4 +29,36 @@ export async function openPGlite(dataDir: string | undefined): Promise<PGliteLik
   const pglite = await import('@electric-sql/pglite');
   if (dataDir === undefined || dataDir === 'memory://') return createInMemoryPGlite<PGliteLike>(pglite);
   return (await pglite.PGlite.create(dataDir)) as unknown as PGliteLike;
+}
+
+/** An in-memory PGlite for one schema, and how to save it once migrated when it did not start migrated. */
+export interface InMemoryLedgerDb {
+  readonly db: PGliteLike;
+  /**
+   * Saves the cluster as this schema's migrated start. Call it right after the migrations and before anything
+   * else is written: what it saves, every later in-memory start begins with (so never the key-hash secret).
+   */
+  readonly saveMigrated: (() => Promise<void>) | undefined;
+}
+
+/**
+ * The embedded default: an in-memory PGlite that starts from a saved cluster already migrated for `schema` when one
+ * was saved, else from the saved initdb (`saveMigrated` then saves the migrated one). The migrations still run
+ * either way; on a migrated start they find nothing to do. `paths` is for tests.
+ */
+export async function openInMemoryLedgerDb(
+  schema: string,
+  paths: { readonly initdb?: string; readonly migrated?: string } = {},
+): Promise<InMemoryLedgerDb> {
+  const pglite = await import('@electric-sql/pglite');
+  const migratedPath = paths.migrated ?? (await templatePath({ schema, version: LATEST_VERSION }));
+  const migrated = migratedPath ? await loadTemplate<PGliteLike>(pglite, migratedPath) : undefined;
+  if (migrated) return { db: migrated, saveMigrated: undefined };
+  const db = await createInMemoryPGlite<PGliteLike>(pglite, paths.initdb);
+  return {
+    db,
+    saveMigrated: migratedPath
+      ? () => saveTemplate(db as unknown as Parameters<typeof saveTemplate>[0], migratedPath)
+      : undefined,
+  };
 }

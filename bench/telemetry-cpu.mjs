@@ -1,0 +1,134 @@
+// Client CPU that telemetry adds to each call, with the production-like SDK of bench/sdk.mjs registered: tool-ledger
+// with telemetry on against telemetry off, and the hand-written span, log record and counter against the same code
+// bare. The ledger runs over a pool that answers at once, so the figures are the JavaScript work alone, which on a
+// CPU-bound machine is what throughput pays for. Each side's chunk includes flushing its spans and log records
+// through the batch processors to an OTLP/HTTP sink in another process, so export CPU counts where it arises. Sides
+// run in rotating order over rounds; figures are medians over rounds of process.cpuUsage per call.
+//
+// Run: npm run build && node bench/telemetry-cpu.mjs
+// Env: BENCH_TELCPU_CALLS (per side and round, default 3000), BENCH_TELCPU_ROUNDS (default 7),
+// BENCH_TELCPU_ONLY (one side name, to profile it alone with node --cpu-prof).
+import { createHash } from 'node:crypto';
+import { createLedger } from '../dist/index.js';
+import { BENCH_INPUT, benchKey, benchResult } from './baselines.mjs';
+import { median, runConcurrent } from './paired.mjs';
+import { createSdk, handInstrumentation, startSink } from './sdk.mjs';
+
+const CONCURRENCY = 16;
+const CALLS = Number(process.env.BENCH_TELCPU_CALLS ?? 3000);
+const ROUNDS = Number(process.env.BENCH_TELCPU_ROUNDS ?? 7);
+const ONLY = process.env.BENCH_TELCPU_ONLY;
+const BATCH = 1000;
+
+/** A pool that answers the ledger's statements at once: the bare insert of a fresh key, then the completion. */
+function instantPool() {
+  let id = 0;
+  return {
+    async query(config) {
+      await null;
+      const text = typeof config === 'string' ? config : config.text;
+      if (text.startsWith('INSERT INTO')) return { rows: [{ id: String(++id) }] };
+      if (text.startsWith('WITH done')) {
+        return { rows: [{ completed_at_ms: Date.now(), expires_in_ms: 86_400_000, notify: null }] };
+      }
+      throw new Error(`instant pool: no answer for ${text.slice(0, 40)}`);
+    },
+    async connect() {
+      throw new Error('not used: the ledger is created with migrate: false and nobody waits');
+    },
+    async end() {},
+  };
+}
+
+// Keys shaped like bench/telemetry-baseline.mjs's (`tl_<schema>_<chunk>_<i>`), so the key check takes the same path.
+const TAG = `tl_bench_cpu_${Date.now().toString(36)}`;
+
+/** tool-ledger over the instant pool; a replay meets its first execution in the replay cache. */
+async function ledgerSide(telemetry) {
+  const ledger = await createLedger({ pool: instantPool(), migrate: false, telemetry });
+  let n = 0;
+  const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => benchResult(n++) });
+  const call = (r, i) => tool.call(BENCH_INPUT, { key: benchKey(TAG, r, i), tenant: 'bench' });
+  return { first: call, replay: call, close: () => ledger.close() };
+}
+
+/** The hand-written call of bench/baselines.mjs with its two statements answered at once. */
+function handSide(instrument) {
+  let n = 0;
+  const call = async () => {
+    createHash('sha256').update(JSON.stringify(BENCH_INPUT)).digest('hex');
+    await null;
+    await null;
+    return benchResult(n++);
+  };
+  const wrapped = instrument ? (key) => instrument(call, key) : () => call();
+  const run = (r, i) => wrapped(benchKey(TAG, r, i));
+  return { first: run, replay: run, close: async () => {} };
+}
+
+const sink = await startSink();
+const sdk = createSdk(sink.url);
+sdk.register();
+try {
+  const all = {
+    ledger: await ledgerSide({ keyHashSecret: 'bench-secret' }),
+    ledgerOff: await ledgerSide(false),
+    handOtel: handSide(handInstrumentation()),
+    hand: handSide(undefined),
+  };
+  const sides = ONLY ? { [ONLY]: all[ONLY] } : all;
+  const names = Object.keys(sides);
+  const phases = ['first', 'replay'];
+  const cpu = Object.fromEntries(phases.map((p) => [p, Object.fromEntries(names.map((n) => [n, []]))]));
+  const measure = async (name, phase, r) => {
+    const before = process.cpuUsage();
+    // Flushed every BATCH calls: the processors' queues hold 2048 items, and a queue that overflows drops (and never
+    // exports) the rest, which would hide their export cost.
+    for (let start = 0; start < CALLS; start += BATCH) {
+      await runConcurrent(Math.min(BATCH, CALLS - start), CONCURRENCY, (i) =>
+        sides[name][phase](r, start + i),
+      );
+      await sdk.flush();
+    }
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / CALLS;
+  };
+  // Round 0 warms the JIT and the caches; it is not counted.
+  for (let r = 0; r <= ROUNDS; r++) {
+    for (const phase of phases) {
+      for (let s = 0; s < names.length; s++) {
+        const name = names[(r + s) % names.length];
+        const us = await measure(name, phase, r);
+        if (r > 0) cpu[phase][name].push(us);
+      }
+    }
+  }
+  for (const side of Object.values(all)) await side.close();
+  await sdk.flush();
+  console.log(
+    `Client CPU per call with a real SDK registered (batch processors, OTLP/HTTP export): ${ROUNDS} rounds x ${CALLS} calls per side and phase, concurrency ${CONCURRENCY}, over a pool that answers at once; medians over rounds (µs per call)`,
+  );
+  const paired = (phase, a, b) => median(cpu[phase][a].map((x, i) => x - cpu[phase][b][i]));
+  const us = (x) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(1));
+  const row = (phase) => {
+    if (ONLY) return { [ONLY]: us(median(cpu[phase][ONLY])) };
+    const ledger = paired(phase, 'ledger', 'ledgerOff');
+    const hand = paired(phase, 'handOtel', 'hand');
+    return {
+      'tool-ledger, telemetry on': us(median(cpu[phase].ledger)),
+      'tool-ledger, telemetry off': us(median(cpu[phase].ledgerOff)),
+      'tool-ledger telemetry': us(ledger),
+      'hand-written span/log/counter': us(hand),
+      'tool-ledger / hand-written telemetry': (ledger / hand).toFixed(2),
+    };
+  };
+  console.table({ 'first execution': row('first'), replay: row('replay') });
+  const expected =
+    (ROUNDS + 1) * phases.length * CALLS * names.filter((n) => n === 'ledger' || n === 'handOtel').length;
+  console.log(
+    `exported: ${sdk.exported.spans} spans, ${sdk.exported.logs} log records (of ${expected} calls with telemetry)`,
+  );
+} finally {
+  await sdk.shutdown();
+  sink.stop();
+}
