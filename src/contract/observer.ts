@@ -67,7 +67,8 @@ export interface Decision {
   readonly toolError?: boolean | undefined;
 }
 
-const NOOP_SCOPE: CallScope = {
+/** The scope of a call nobody observes (telemetry off). */
+export const NOOP_SCOPE: CallScope = {
   run: (fn) => fn(),
   spanRef: undefined,
   setParamsHash: () => {},

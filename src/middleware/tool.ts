@@ -6,7 +6,7 @@ import { ToolLedgerError } from '../contract/errors.js';
 import { parameterHash } from '../contract/fingerprint.js';
 import { NotJsonError } from '../contract/json.js';
 import { assertStorableId, assertValidKey } from '../contract/keys.js';
-import type { CallScope } from '../contract/observer.js';
+import { type CallScope, NOOP_SCOPE, noopObserver } from '../contract/observer.js';
 import type { RejectedReason } from '../contract/outcomes.js';
 import type {
   CallContext,
@@ -136,6 +136,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   );
   const { name, kind, handler } = tool;
   const { store, notifier, observer } = runtime;
+  const observed = observer !== noopObserver;
   const execute = createExecutor({ runtime, ...tool });
   const volatile = omitTreeOf(tool.volatileFields);
   const claimLoop = kind === 'read' ? undefined : createClaimLoop(kind, { name, runtime, execute });
@@ -194,31 +195,39 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const invoke = async (input: unknown, context: CallContext = {}): Promise<InvokeReport<unknown>> => {
     runtime.assertOpen(name);
     const ctx = context ?? {};
-    const scope = observer.startCall({
-      tool: name,
-      kind,
-      tenant: typeof ctx.tenant === 'string' ? ctx.tenant : 'default',
-      key: typeof ctx.key === 'string' ? ctx.key : undefined,
-      user: typeof ctx.user === 'string' ? ctx.user : undefined,
-      toolCallId: typeof ctx.toolCallId === 'string' ? ctx.toolCallId : undefined,
-      description: tool.description,
-      input,
-    });
+    // With telemetry off nothing reads a call's start or end facts, so none are built.
+    const scope = !observed
+      ? NOOP_SCOPE
+      : observer.startCall({
+          tool: name,
+          kind,
+          tenant: typeof ctx.tenant === 'string' ? ctx.tenant : 'default',
+          key: typeof ctx.key === 'string' ? ctx.key : undefined,
+          user: typeof ctx.user === 'string' ? ctx.user : undefined,
+          toolCallId: typeof ctx.toolCallId === 'string' ? ctx.toolCallId : undefined,
+          description: tool.description,
+          input,
+        });
     const facts: CallFacts = {};
     return runtime.track(
       scope.run(async () => {
-        // Anything thrown rather than decided (the handler, the database) is a failure.
-        const end = await decide(input, ctx, scope, facts).catch(
-          (error: unknown): Refusal => ({ outcome: 'failed', error }),
-        );
+        let end: CallEnd;
         try {
-          scope.end(
-            isRefusal(end)
-              ? { ...facts, ...end, conflictReason: end.conflictReason, rejectedReason: end.rejectedReason }
-              : { ...facts, outcome: end.outcome, result: end.value },
-          );
-        } catch {
-          // Telemetry never changes a call's outcome.
+          end = await decide(input, ctx, scope, facts);
+        } catch (error) {
+          // Anything thrown rather than decided (the handler, the database) is a failure.
+          end = { outcome: 'failed', error };
+        }
+        if (observed) {
+          try {
+            scope.end(
+              isRefusal(end)
+                ? { ...facts, ...end, conflictReason: end.conflictReason, rejectedReason: end.rejectedReason }
+                : { ...facts, outcome: end.outcome, result: end.value },
+            );
+          } catch {
+            // Telemetry never changes a call's outcome.
+          }
         }
         if (isRefusal(end)) throw end.error;
         const row = end.row;
