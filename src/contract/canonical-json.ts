@@ -28,17 +28,11 @@ export function omitTreeOf(paths: readonly string[]): OmitTree | undefined {
   return root as OmitTree;
 }
 
-/** The location of a value, built into a string only when an error needs it. */
-interface Where {
-  readonly parent: Where | undefined;
-  readonly segment: string;
-  readonly index: boolean;
-}
-
-function pathOf(where: Where | undefined): string {
-  const parts: string[] = [];
-  for (let at = where; at; at = at.parent) parts.push(at.index ? `[${at.segment}]` : `.${at.segment}`);
-  return `$${parts.reverse().join('')}`;
+/** The location of a value as the walk's stack of indexes and names, made into a string only for an error. */
+function pathOf(stack: readonly (string | number)[]): string {
+  let path = '$';
+  for (const segment of stack) path += typeof segment === 'number' ? `[${segment}]` : `.${segment}`;
+  return path;
 }
 
 const byKey = (a: readonly [string, string], b: readonly [string, string]) => (a[0] < b[0] ? -1 : 1);
@@ -50,20 +44,30 @@ const byKey = (a: readonly [string, string], b: readonly [string, string]) => (a
  * for the converted value, so hashes stored before this walk existed still match (test/unit/fingerprint.test.ts).
  */
 export function canonicalJson(value: unknown, omit?: OmitTree): string {
-  const ancestors: object[] = [];
+  return jsonWalk(value, omit, true, false);
+}
 
-  const walk = (
-    input: unknown,
-    where: Where | undefined,
-    key: string,
-    omitHere: OmitTree | undefined,
-  ): string | undefined => {
+/**
+ * `JSON.stringify(toJsonValue(value, { storable }))` in one walk (keys in their own order), refusing what
+ * `toJsonValue` refuses, with the same paths. For a handler's result: the stored text, and `JSON.parse` of it is
+ * the value a replay returns.
+ */
+export function jsonText(value: unknown, storable: boolean): string {
+  return jsonWalk(value, undefined, false, storable);
+}
+
+function jsonWalk(value: unknown, omit: OmitTree | undefined, sorted: boolean, storable: boolean): string {
+  const ancestors: object[] = [];
+  // Where the walk is: pushed before a child, popped after it; a refusal ends the walk, so nothing pops then.
+  const stack: (string | number)[] = [];
+
+  const walk = (input: unknown, key: string, omitHere: OmitTree | undefined): string | undefined => {
     if (ancestors.length >= MAX_JSON_DEPTH) {
-      throw new NotJsonError(pathOf(where), `nested deeper than ${MAX_JSON_DEPTH} levels`);
+      throw new NotJsonError(pathOf(stack), `nested deeper than ${MAX_JSON_DEPTH} levels`);
     }
     const current = viaToJson(input, key);
-    const refused = refusalOf(current, false);
-    if (refused) throw new NotJsonError(pathOf(where), refused);
+    const refused = refusalOf(current, storable);
+    if (refused) throw new NotJsonError(pathOf(stack), refused);
     switch (typeof current) {
       case 'undefined':
         return undefined;
@@ -75,29 +79,33 @@ export function canonicalJson(value: unknown, omit?: OmitTree): string {
     }
     if (current === null || typeof current !== 'object') return 'null';
     const object = current;
-    if (ancestors.includes(object)) throw new NotJsonError(pathOf(where), 'circular reference');
+    if (ancestors.includes(object)) throw new NotJsonError(pathOf(stack), 'circular reference');
     ancestors.push(object);
     try {
       if (Array.isArray(object)) {
         let text = '[';
         for (let index = 0; index < object.length; index++) {
-          const segment = String(index);
-          const item = walk(object[index], { parent: where, segment, index: true }, segment, undefined);
+          stack.push(index);
+          const item = walk(object[index], String(index), undefined);
+          stack.pop();
           text += `${index === 0 ? '' : ','}${item ?? 'null'}`;
         }
         return `${text}]`;
       }
       // Checked in the order `toJsonValue` walks, so the first refusal is the same one; sorted afterwards.
       const members: Array<[string, string]> = [];
-      for (const [k, v] of Object.entries(object)) {
-        const here: Where = { parent: where, segment: k, index: false };
-        if (!k.isWellFormed()) throw new NotJsonError(pathOf(here), 'property name cannot be stored');
+      for (const k of Object.keys(object)) {
+        stack.push(k);
+        if (!k.isWellFormed() || (storable && k.includes('\u0000'))) {
+          throw new NotJsonError(pathOf(stack), 'property name cannot be stored');
+        }
         const rule = omitHere?.get(k);
-        const text = walk(v, here, k, rule === true ? undefined : rule);
+        const text = walk((object as Record<string, unknown>)[k], k, rule === true ? undefined : rule);
+        stack.pop();
         if (text !== undefined && rule !== true) members.push([k, text]);
       }
       // RFC 8785 sorts the raw names by UTF-16 code units, as `<` compares them (not their escaped JSON forms).
-      members.sort(byKey);
+      if (sorted) members.sort(byKey);
       let text = '{';
       for (let i = 0; i < members.length; i++) {
         const [k, member] = members[i]!;
@@ -109,5 +117,5 @@ export function canonicalJson(value: unknown, omit?: OmitTree): string {
     }
   };
 
-  return walk(value, undefined, '', omit) ?? 'null';
+  return walk(value, '', omit) ?? 'null';
 }

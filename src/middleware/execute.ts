@@ -1,5 +1,6 @@
+import { jsonText } from '../contract/canonical-json.js';
 import { ToolFailure, ToolLedgerError } from '../contract/errors.js';
-import { NotJsonError, toJsonValue } from '../contract/json.js';
+import { NotJsonError } from '../contract/json.js';
 import type { CallScope } from '../contract/observer.js';
 import type { CallContext, HandlerContext, Queryable } from '../contract/types.js';
 import type { ClaimRow } from '../ledger/run-row.js';
@@ -42,8 +43,9 @@ export function createExecutor(settings: ExecutorSettings): Execute {
   const { store } = runtime;
 
   const resultJson = (value: unknown): { value: unknown; text: string } => {
-    const json = toJsonValue(value, { storable: true });
-    return { value: json, text: JSON.stringify(json) };
+    // One walk to text, then the native parser for the copy the caller gets (what a replay would return).
+    const text = jsonText(value, true);
+    return { value: JSON.parse(text), text };
   };
 
   const notJson = (error: NotJsonError, alreadyRan: boolean) =>

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, omitTreeOf } from '../../src/contract/canonical-json.js';
+import { canonicalJson, jsonText, omitTreeOf } from '../../src/contract/canonical-json.js';
 import { parameterHash } from '../../src/contract/fingerprint.js';
 import { type JsonValue, NotJsonError, toJsonValue } from '../../src/contract/json.js';
 
@@ -135,6 +135,26 @@ describe('parameter hash', () => {
       hash({ a: 1, at: 3, m: { t: 9, k: 1 } }, ['at', 'm.t']),
     );
     expect(hash({ a: 1, m: { k: 1 } }, ['m.t'])).not.toBe(hash({ a: 1, m: { k: 2 } }, ['m.t']));
+  });
+});
+
+describe('jsonText', () => {
+  it('is JSON.stringify of toJsonValue, refusals and their paths alike, storable or not', () => {
+    fc.assert(
+      fc.property(anyValue, fc.boolean(), fc.constantFrom('', 'a\u0000b'), (value, storable, odd) => {
+        const input = { [odd]: value, n: odd };
+        for (const v of [value, input]) {
+          const before = refusalOf(() => JSON.stringify(toJsonValue(v, { storable })));
+          expect(refusalOf(() => jsonText(v, storable))).toEqual(before);
+          if (before === 'ok') {
+            const text = jsonText(v, storable);
+            expect(text).toBe(JSON.stringify(toJsonValue(v, { storable })));
+            expect(JSON.parse(text)).toEqual(toJsonValue(v, { storable }));
+          }
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
