@@ -25,9 +25,19 @@ export interface WrittenCompletion {
   readonly errorText: string | null;
 }
 
+/**
+ * One cached run, flat: the columns a completion leaves alone copied out of the row it was claimed or read as, so
+ * the cache never keeps a claim's row object alive (V8 then keeps allocating every claim's row in the old
+ * generation, as if all of them lived long).
+ */
 interface Entry {
-  /** The run as claimed or read, shared by every hit: only the columns a completion leaves alone are read. */
-  readonly row: RunRow;
+  readonly id: string;
+  readonly userId: string | null;
+  readonly parameterHash: string;
+  readonly attempt: number;
+  readonly jobId: string | null;
+  readonly traceId: string | null;
+  readonly spanId: string | null;
   readonly status: RunStatus;
   readonly final: boolean;
   readonly completedAt: Date | null;
@@ -108,7 +118,13 @@ export class ResultCache {
     if (bytes > this.#limits.maxBytes) return;
     this.forget(key);
     const entry: Entry = {
-      row,
+      id: row.id,
+      userId: row.user_id,
+      parameterHash: row.parameter_hash,
+      attempt: row.attempt,
+      jobId: row.job_id,
+      traceId: row.trace_id,
+      spanId: row.span_id,
       status,
       final,
       completedAt: written ? written.completedAt : row.completed_at,
@@ -127,7 +143,7 @@ export class ResultCache {
       this.#oldest &&
       (this.#entries.size > this.#limits.maxEntries || this.#bytes > this.#limits.maxBytes)
     ) {
-      this.forget(this.#oldest.key);
+      this.#drop(this.#oldest);
     }
   }
 
@@ -167,26 +183,25 @@ export class ResultCache {
       this.forget(cacheKeyText);
       return undefined;
     }
-    if (entry.row.parameter_hash !== paramsHash || entry.row.user_id !== user) return undefined;
+    if (entry.parameterHash !== paramsHash || entry.userId !== user) return undefined;
     // Most recently used goes last.
     this.#unlink(entry);
     this.#append(entry);
-    const { row } = entry;
     return {
       claim: 'existing',
-      id: row.id,
-      user_id: row.user_id,
-      parameter_hash: row.parameter_hash,
+      id: entry.id,
+      user_id: entry.userId,
+      parameter_hash: entry.parameterHash,
       status: entry.status,
       final: entry.final,
-      attempt: row.attempt,
+      attempt: entry.attempt,
       lease_owner: null,
       lease_remaining_ms: null,
       result_json: entry.resultText === null ? null : JSON.parse(entry.resultText),
       error_json: entry.errorText === null ? null : JSON.parse(entry.errorText),
-      job_id: row.job_id,
-      trace_id: row.trace_id,
-      span_id: row.span_id,
+      job_id: entry.jobId,
+      trace_id: entry.traceId,
+      span_id: entry.spanId,
       completed_at: entry.completedAt,
       expires_in_ms: entry.deadline - now,
       lease_live: false,
@@ -197,8 +212,11 @@ export class ResultCache {
 
   forget(key: string): void {
     const entry = this.#entries.get(key);
-    if (!entry) return;
-    this.#entries.delete(key);
+    if (entry) this.#drop(entry);
+  }
+
+  #drop(entry: Entry): void {
+    this.#entries.delete(entry.key);
     this.#unlink(entry);
     this.#bytes -= entry.bytes;
   }
