@@ -429,7 +429,7 @@ export function resolveToolConfig(
   });
 }
 
-export const PURGE_DEFAULTS = Object.freeze({ batchSize: 1000 });
+export const PURGE_DEFAULTS = Object.freeze({ batchSize: 1000, maxRowsPerSecond: 25_000 });
 export const CLOSE_DEFAULTS = Object.freeze({ timeoutSeconds: 10 });
 
 /** `purgeExpired()` options with defaults resolved. */
@@ -438,6 +438,17 @@ export function resolveBatchSize(batchSize: number | undefined): number {
   if (!Number.isInteger(size) || size < 1)
     throw invalid(`batchSize must be a positive integer, got ${size}.`);
   return size;
+}
+
+/** `purgeExpired()`'s rate cap, defaults resolved: a positive number of rows per second, or `Infinity`. */
+export function resolvePurgeRate(maxRowsPerSecond: number | undefined): number {
+  const rate = maxRowsPerSecond ?? PURGE_DEFAULTS.maxRowsPerSecond;
+  if (typeof rate !== 'number' || Number.isNaN(rate) || rate <= 0) {
+    throw invalid(
+      `maxRowsPerSecond must be a positive number of rows per second (Infinity for no cap), got ${String(rate)}.`,
+    );
+  }
+  return rate;
 }
 
 /** `close()`'s timeout in milliseconds, defaults resolved. */

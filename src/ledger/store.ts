@@ -134,59 +134,67 @@ export class LedgerStore {
     );
     if (cached) return cached;
     const sentAt = performance.now();
+    // One async frame for the whole claim, the driver awaited here: a frame per layer costs every call a promise.
     try {
-      return await this.#claimRow(request, sentAt);
-    } finally {
-      // One operation however many statements it took, so the histogram counts claims.
-      timer?.('claim', (performance.now() - sentAt) / 1000);
-    }
-  }
-
-  async #claimRow(request: ClaimRequest, sentAt: number): Promise<ClaimRow | undefined> {
-    const params = [
-      request.tenant,
-      request.tool,
-      request.key,
-      request.user ?? null,
-      request.paramsHash,
-      request.leaseOwner,
-      request.leaseSeconds,
-      request.ttlSeconds,
-      request.traceId ?? null,
-      request.spanId ?? null,
-      request.jobId ?? null,
-      request.allowLeaseTakeover,
-      request.wouldWait,
-    ];
-    const triedInsert = this.#path.insertFirst;
-    if (triedInsert) {
-      const inserted = await this.#run<{ id: string }>(
+      const triedInsert = this.#path.insertFirst;
+      if (triedInsert) {
+        let inserted: Array<{ id: string }>;
+        try {
+          inserted = (
+            await this.#driver.query<{ id: string }>(this.#sql.insert, [
+              request.tenant,
+              request.tool,
+              request.key,
+              request.user ?? null,
+              request.paramsHash,
+              request.leaseOwner,
+              request.leaseSeconds,
+              request.ttlSeconds,
+              request.traceId ?? null,
+              request.spanId ?? null,
+              request.jobId ?? null,
+            ])
+          ).rows;
+        } catch (error) {
+          throw ledgerUnavailable(error, 'claim the idempotency key');
+        }
+        this.#path.found(inserted.length === 0);
+        if (inserted[0]) return this.#track(request, freshRun(inserted[0].id, request));
+      }
+      const rows = await this.#run<Record<string, unknown>>(
         this.#driver,
-        this.#sql.insert,
-        params.slice(0, 11),
+        this.#sql.claim,
+        [
+          request.tenant,
+          request.tool,
+          request.key,
+          request.user ?? null,
+          request.paramsHash,
+          request.leaseOwner,
+          request.leaseSeconds,
+          request.ttlSeconds,
+          request.traceId ?? null,
+          request.spanId ?? null,
+          request.jobId ?? null,
+          request.allowLeaseTakeover,
+          request.wouldWait,
+        ],
         'claim the idempotency key',
         undefined,
         undefined,
       );
-      this.#path.found(inserted.length === 0);
-      if (inserted[0]) return this.#track(request, freshRun(inserted[0].id, request));
+      const row = rows[0] ? asRow<ClaimRow>(rows[0]) : undefined;
+      if (!triedInsert && row) this.#path.found(row.claim !== 'inserted');
+      if (row?.claim === 'existing') {
+        if (this.#cache.enabled)
+          this.#cache.remember(cacheKey(request.tenant, request.tool, request.key), row, sentAt);
+        return row;
+      }
+      return row ? this.#track(request, row) : undefined;
+    } finally {
+      // One operation however many statements it took, so the histogram counts claims.
+      timer?.('claim', (performance.now() - sentAt) / 1000);
     }
-    const rows = await this.#run<Record<string, unknown>>(
-      this.#driver,
-      this.#sql.claim,
-      params,
-      'claim the idempotency key',
-      undefined,
-      undefined,
-    );
-    const row = rows[0] ? asRow<ClaimRow>(rows[0]) : undefined;
-    if (!triedInsert && row) this.#path.found(row.claim !== 'inserted');
-    if (row?.claim === 'existing') {
-      if (this.#cache.enabled)
-        this.#cache.remember(cacheKey(request.tenant, request.tool, request.key), row, sentAt);
-      return row;
-    }
-    return row ? this.#track(request, row) : undefined;
   }
 
   /** Keeps a run this process won until its completion, which fills the replay cache from it. */
@@ -208,10 +216,12 @@ export class LedgerStore {
     const won = this.#won.get(completion.id);
     this.#won.delete(completion.id);
     const errorText = completion.error === null ? null : JSON.stringify(completion.error);
-    const rows = await this.#run<{ completed_at_ms: number; expires_in_ms: number }>(
-      client ?? this.#driver,
-      this.#sql.complete,
-      [
+    let done: { completed_at_ms: number; expires_in_ms: number } | undefined;
+    try {
+      const { rows } = await (client ?? this.#driver).query<{
+        completed_at_ms: number;
+        expires_in_ms: number;
+      }>(this.#sql.complete, [
         completion.id,
         completion.attempt,
         completion.leaseOwner,
@@ -221,12 +231,13 @@ export class LedgerStore {
         errorText,
         completion.ttlSeconds,
         this.channel,
-      ],
-      'record the result',
-      'complete',
-      timer,
-    );
-    const done = rows[0];
+      ]);
+      done = rows[0];
+    } catch (error) {
+      throw ledgerUnavailable(error, 'record the result');
+    } finally {
+      timer?.('complete', (performance.now() - sentAt) / 1000);
+    }
     const completedAt = done ? new Date(done.completed_at_ms) : undefined;
     // Inside a transaction the row is not committed yet, and may never be: only an autocommit completion is cached.
     if (done && completedAt && won && won.row.attempt === completion.attempt && client === undefined) {

@@ -241,6 +241,20 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     expect(progress).toEqual([2, 3]);
   });
 
+  it('caps the purge rate when asked, still deleting every expired row, and refuses a cap that is not a rate', async () => {
+    const ledger = await backend.open({ ttlSeconds: 1 });
+    const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => 1 });
+    for (const key of ['a', 'b', 'c', 'd', 'e']) await tool.call({}, { key });
+    await sleep(1100);
+    expect(await ledger.purgeExpired({ batchSize: 2, maxRowsPerSecond: 50 })).toBe(5);
+    for (const bad of [0, -1, Number.NaN, '10' as unknown as number]) {
+      await expect(ledger.purgeExpired({ maxRowsPerSecond: bad })).rejects.toMatchObject({
+        code: 'CONFIG_INVALID',
+      });
+    }
+    expect(await ledger.purgeExpired({ maxRowsPerSecond: Number.POSITIVE_INFINITY })).toBe(0);
+  });
+
   it('counts the TTL from the claim, and keeps a result that outlasted it ttlSeconds after its completion', async () => {
     const ledger = await backend.open({ ttlSeconds: 1 });
     const tool = ledger.tool({
