@@ -140,21 +140,8 @@ export class LedgerStore {
       if (triedInsert) {
         let inserted: Array<{ id: string }>;
         try {
-          inserted = (
-            await this.#driver.query<{ id: string }>(this.#sql.insert, [
-              request.tenant,
-              request.tool,
-              request.key,
-              request.user ?? null,
-              request.paramsHash,
-              request.leaseOwner,
-              request.leaseSeconds,
-              request.ttlSeconds,
-              request.traceId ?? null,
-              request.spanId ?? null,
-              request.jobId ?? null,
-            ])
-          ).rows;
+          inserted = (await this.#driver.query<{ id: string }>(this.#sql.insert, freshRunParams(request)))
+            .rows;
         } catch (error) {
           throw ledgerUnavailable(error, 'claim the idempotency key');
         }
@@ -164,21 +151,7 @@ export class LedgerStore {
       const rows = await this.#run<Record<string, unknown>>(
         this.#driver,
         this.#sql.claim,
-        [
-          request.tenant,
-          request.tool,
-          request.key,
-          request.user ?? null,
-          request.paramsHash,
-          request.leaseOwner,
-          request.leaseSeconds,
-          request.ttlSeconds,
-          request.traceId ?? null,
-          request.spanId ?? null,
-          request.jobId ?? null,
-          request.allowLeaseTakeover,
-          request.wouldWait,
-        ],
+        [...freshRunParams(request), request.allowLeaseTakeover, request.wouldWait],
         'claim the idempotency key',
         undefined,
         undefined,
@@ -303,6 +276,23 @@ export class LedgerStore {
       throw ledgerUnavailable(error, 'purge expired rows');
     }
   }
+}
+
+/** $1 to $11 of both the bare insert and the full claim: the fresh run's columns. */
+function freshRunParams(request: ClaimRequest): unknown[] {
+  return [
+    request.tenant,
+    request.tool,
+    request.key,
+    request.user ?? null,
+    request.paramsHash,
+    request.leaseOwner,
+    request.leaseSeconds,
+    request.ttlSeconds,
+    request.traceId ?? null,
+    request.spanId ?? null,
+    request.jobId ?? null,
+  ];
 }
 
 /** The row the insert wrote, as the full claim would have returned it: the caller sent every column but the id. */
