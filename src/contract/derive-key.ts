@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { canonicalJson } from './canonical-json.js';
 import { ToolLedgerError } from './errors.js';
-import { NotJsonError, toJsonValue } from './json.js';
+import { NotJsonError } from './json.js';
+import { sha256Hex } from './sha256.js';
 
 /** The stable identifiers of one intent, from which `deriveKey` builds an idempotency key. */
 export interface DeriveKeyInput {
@@ -65,8 +67,8 @@ export function deriveKey(input: DeriveKeyInput): string {
   let instructionHash: string | null = null;
   if (instruction !== undefined) {
     try {
-      const canonical = canonicalize(toJsonValue(instruction, { storable: false })) ?? 'null';
-      instructionHash = createHash('sha256').update(canonical, 'utf8').digest('hex');
+      // The same canonical text as a tool's parameter hash (one walk, the same refusals).
+      instructionHash = sha256Hex(canonicalJson(instruction));
     } catch (error) {
       if (error instanceof NotJsonError) throw fail(`instruction is not JSON (${error.message})`);
       throw error;
