@@ -76,8 +76,13 @@ export function createExecutor(settings: ExecutorSettings): Execute {
    * instead of running the handler again; the fence still refuses it if another caller took the key over. False
    * when the limits on kept outcomes leave no room.
    */
-  const saveLater = (key: string, completion: Completion): boolean =>
-    runtime.saves.offer(name, key, completion, (work) => void runtime.track(work));
+  const saveLater = (tenant: string, key: string, completion: Completion): boolean =>
+    runtime.saves.offer(
+      name,
+      LostClaims.key(tenant, name, key),
+      completion,
+      (work) => void runtime.track(work),
+    );
 
   const resultNotSaved = (error: unknown) => {
     // The store's own message says nothing was decided, which stopped being true when the handler ran.
@@ -154,7 +159,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       } catch {
         // The caller gets the handler's own error either way; saving it later keeps a final failure from being
         // retried by the next call with this key.
-        saveLater(LostClaims.key(tenant, name, context.key as string), completion);
+        saveLater(tenant, context.key as string, completion);
       }
     };
 
@@ -215,8 +220,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       try {
         completedAt = await complete(completion, scope);
       } catch (error) {
-        if (!saveLater(LostClaims.key(tenant, name, context.key as string), completion))
-          throw resultNotKept(error);
+        if (!saveLater(tenant, context.key as string, completion)) throw resultNotKept(error);
         throw resultNotSaved(error);
       }
       if (!completedAt) throw leaseLost();

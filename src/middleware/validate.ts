@@ -17,11 +17,10 @@ function describe(issues: readonly ValidationIssue[]): string {
 
 /** Runs a Standard Schema validator. Nothing touches the ledger before this passes. */
 export async function validateInput(
-  schema: StandardSchemaV1 | undefined,
+  schema: StandardSchemaV1,
   input: unknown,
   tool: string,
 ): Promise<unknown> {
-  if (!schema) return input;
   let result: StandardSchemaV1.Result<unknown>;
   try {
     result = await schema['~standard'].validate(input);
