@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
@@ -321,12 +321,15 @@ function freshRun(id: string, request: ClaimRequest): ClaimRow {
 }
 
 /**
- * A lease owner names the worker for support (`host:pid`) plus a random part that keeps every claim's fencing token
- * unique, also across restarts that reuse a pid.
+ * A lease owner names the worker for support (`host:pid`) plus a part that keeps every claim's fencing token
+ * unique: 96 random bits drawn once per process (so also across restarts that reuse a pid) and a counter, which
+ * costs a claim nothing, where a random UUID per claim cost about 2 µs.
  */
 export function newLeaseOwner(): string {
-  return `${WORKER}:${randomUUID()}`;
+  claimsOwned++;
+  return `${WORKER}:${claimsOwned.toString(36)}`;
 }
 
-// Read once: `hostname()` is a system call, and a claim takes a fresh token every call.
-const WORKER = `${hostname()}:${process.pid}`;
+// Read once: `hostname()` is a system call.
+const WORKER = `${hostname()}:${process.pid}:${randomBytes(12).toString('base64url')}`;
+let claimsOwned = 0;
