@@ -56,13 +56,13 @@ export function spanOf(row: ClaimRow): SpanRef | undefined {
   return row.trace_id && row.span_id ? { traceId: row.trace_id, spanId: row.span_id } : undefined;
 }
 
-const answer = (outcome: Answer['outcome'], value: unknown, row: ClaimRow, call: ClaimCall): Answer => ({
-  outcome,
-  value,
-  paramsHash: call.request.paramsHash,
-  completedAt: row.completed_at ?? undefined,
-  row,
-});
+const answer = (
+  outcome: Answer['outcome'],
+  value: unknown,
+  row: ClaimRow,
+  call: ClaimCall,
+  completedAt: Date | undefined = row.completed_at ?? undefined,
+): Answer => ({ outcome, value, paramsHash: call.request.paramsHash, completedAt, row });
 
 /** The handlers both kinds share. */
 function sharedHandlers({ name, runtime }: ClaimSettings) {
@@ -92,7 +92,7 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
   const { reclaim, ...shared } = sharedHandlers(settings);
   const won: Handler<'won'> = async ({ row }, call) => {
     const done = await execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
-    return { ...answer('executed', done.value, row, call), completedAt: done.completedAt };
+    return answer('executed', done.value, row, call, done.completedAt);
   };
   return {
     ...shared,
@@ -132,9 +132,7 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
   const won: Handler<'won'> = ({ row }, call) => {
     const work = execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
     void runtime.track(work.catch(() => {}));
-    return {
-      ...answer('executed', jobStatusOf({ ...row, status: 'in_progress', lease_live: true }), row, call),
-    };
+    return answer('executed', jobStatusOf({ ...row, status: 'in_progress', lease_live: true }), row, call);
   };
   return {
     ...shared,

@@ -7,7 +7,6 @@ import type { ClaimRow } from '../ledger/run-row.js';
 import type { Completion } from '../ledger/store.js';
 import type { CallFacts } from './facts.js';
 import { toStoredError } from './failures.js';
-import { holdLease } from './lease.js';
 import { LostClaims } from './lost-claims.js';
 import type { LedgerRuntime } from './runtime.js';
 
@@ -110,14 +109,48 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       `Tool "${name}" finished after its lease lapsed and another caller took over the key, so this result was discarded. Retry with the same key to get the current execution's result; raise leaseSeconds for long handlers.`,
     );
 
+  // One literal of one shape: spreading a shared base into each outcome's object cost a first execution 6 µs.
+  const completionOf = (
+    row: ClaimRow,
+    status: Completion['status'],
+    final: boolean,
+    resultJson: string | null,
+    error: Completion['error'],
+  ): Completion => ({
+    id: row.id,
+    attempt: row.attempt,
+    leaseOwner: row.lease_owner!,
+    status,
+    final,
+    resultJson,
+    error,
+    ttlSeconds,
+  });
+
+  const recordFailureOf = async (
+    row: ClaimRow,
+    tenant: string,
+    key: string,
+    scope: CallScope,
+    error: unknown,
+    final: boolean,
+  ) => {
+    const completion = completionOf(row, 'failed', final, null, toStoredError(error, final));
+    try {
+      await complete(completion, scope);
+    } catch {
+      // The caller gets the handler's own error either way; saving it later keeps a final failure from being
+      // retried by the next call with this key.
+      saveLater(tenant, key, completion);
+    }
+  };
+
   const execute: Execute = async (row, input, context, tenant, scope, facts) => {
-    const lease = holdLease(
+    const lease = runtime.leases.hold(
       store,
       { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
       leaseSeconds,
-      (abort) => runtime.abortOnClose(abort),
     );
-    const base = { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner!, ttlSeconds };
     const handlerContext = (db: Queryable | undefined): HandlerContext => ({
       tool: name,
       tenant,
@@ -126,9 +159,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       toolCallId: context.toolCallId,
       attempt: row.attempt,
       jobId: row.job_id ?? undefined,
-      get signal() {
-        return lease.signal;
-      },
+      signal: lease.signal,
       db,
       renewLease: lease.renew,
     });
@@ -146,22 +177,8 @@ export function createExecutor(settings: ExecutorSettings): Execute {
         facts.executionSeconds = (performance.now() - started) / 1000;
       }
     };
-    const recordFailure = async (error: unknown, final: boolean) => {
-      const completion: Completion = {
-        ...base,
-        status: 'failed',
-        final,
-        resultJson: null,
-        error: toStoredError(error, final),
-      };
-      try {
-        await complete(completion, scope);
-      } catch {
-        // The caller gets the handler's own error either way; saving it later keeps a final failure from being
-        // retried by the next call with this key.
-        saveLater(tenant, context.key as string, completion);
-      }
-    };
+    const recordFailure = (error: unknown, final: boolean) =>
+      recordFailureOf(row, tenant, context.key as string, scope, error, final);
 
     scope.handlerStarted();
     try {
@@ -170,7 +187,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
           return await store.driver.transaction(async (tx) => {
             const result = resultJson(await runHandler(tx));
             const completedAt = await store.complete(
-              { ...base, status: 'succeeded', final: false, resultJson: result.text, error: null },
+              completionOf(row, 'succeeded', false, result.text, null),
               scope.recordLedgerOperation,
               tx,
             );
@@ -209,13 +226,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
         await recordFailure(wrapped, true);
         throw wrapped;
       }
-      const completion: Completion = {
-        ...base,
-        status: 'succeeded',
-        final: false,
-        resultJson: result.text,
-        error: null,
-      };
+      const completion = completionOf(row, 'succeeded', false, result.text, null);
       let completedAt: Date | undefined;
       try {
         completedAt = await complete(completion, scope);

@@ -7,81 +7,140 @@ export interface HeldLease {
   release(): void;
 }
 
-/**
- * Keeps a claim's lease alive while its handler runs, renewing every third of the lease. When a renewal finds the
- * lease gone (another caller took over), the handler's signal aborts with `LEASE_LOST`.
- */
-export function holdLease(
-  store: LedgerStore,
-  run: { id: string; attempt: number; owner: string },
-  leaseSeconds: number,
-  abortOnClose: (abort: (reason: unknown) => void) => () => void,
-): HeldLease {
-  // Most handlers never look at their signal, so the controller is only made when one does (or must abort).
-  let controller: AbortController | undefined;
-  let abortedWith: unknown;
-  const abort = (reason: unknown) => {
-    if (abortedWith !== undefined) return;
-    abortedWith = reason;
-    controller?.abort(reason);
-  };
-  const forget = abortOnClose(abort);
-  const leaseMs = leaseSeconds * 1000;
-  let renewedAt = performance.now();
-  let renewing = false;
-  const renew = async () => {
-    if (abortedWith !== undefined) return;
+interface Run {
+  readonly id: string;
+  readonly attempt: number;
+  readonly owner: string;
+}
+
+/** The shortest tick, so very short leases (tests) still renew in time without a busy timer. */
+const MIN_TICK_MS = 10;
+
+/** One lease a running handler holds. */
+class Lease implements HeldLease {
+  // Made with the lease (it costs tens of nanoseconds): the handler's context then carries the signal as a plain
+  // property, where a getter that made it on first use cost every call's context a slow object literal.
+  readonly #controller = new AbortController();
+  #abortedWith: unknown;
+  /** When the last renewal that the database confirmed was sent (or the claim, for the first). */
+  #renewedAt = performance.now();
+  /** When the last renewal was tried, confirmed or not: the keeper tries again a third of a lease later. */
+  triedAt = this.#renewedAt;
+  renewing = false;
+
+  constructor(
+    readonly keeper: LeaseKeeper,
+    readonly store: LedgerStore,
+    readonly run: Run,
+    readonly leaseSeconds: number,
+  ) {}
+
+  get aborted(): boolean {
+    return this.#abortedWith !== undefined;
+  }
+
+  abort(reason: unknown): void {
+    if (this.#abortedWith !== undefined) return;
+    this.#abortedWith = reason;
+    this.#controller.abort(reason);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  readonly renew = async (): Promise<void> => {
+    if (this.#abortedWith !== undefined) return;
     const sent = performance.now();
-    const held = await store.renewLease(run.id, run.attempt, run.owner, leaseSeconds);
+    const { id, attempt, owner } = this.run;
+    const held = await this.store.renewLease(id, attempt, owner, this.leaseSeconds);
     if (!held) {
-      abort(
+      this.abort(
         new ToolLedgerError(
           'LEASE_LOST',
-          `This execution's lease lapsed and another caller took over the key (leaseSeconds=${leaseSeconds}). Its result will be discarded. Renew the lease (ctx.renewLease) or raise leaseSeconds for long handlers.`,
+          `This execution's lease lapsed and another caller took over the key (leaseSeconds=${this.leaseSeconds}). Its result will be discarded. Renew the lease (ctx.renewLease) or raise leaseSeconds for long handlers.`,
         ),
       );
       return;
     }
-    renewedAt = Math.max(renewedAt, sent);
+    this.#renewedAt = Math.max(this.#renewedAt, sent);
   };
-  const timer = setInterval(
-    () => {
-      // One renewal at a time: a slow database must not pile them up.
-      if (renewing || abortedWith !== undefined) return;
-      renewing = true;
-      renew()
-        .catch((error: unknown) => {
-          // A failed renewal is not yet a lost lease: the next tick tries again, and the fence decides at
-          // completion. Once a whole lease has passed without one, another caller may have taken over: say so.
-          if (performance.now() - renewedAt < leaseMs) return;
-          abort(
-            new ToolLedgerError(
-              'LEASE_LOST',
-              `This execution's lease could not be renewed for ${leaseSeconds} s (${error instanceof Error ? error.message : String(error)}), so another caller may take over the key. Stop work that is not yet done; the result is saved only if the lease is still held.`,
-              { cause: error },
-            ),
-          );
-        })
-        .finally(() => {
-          renewing = false;
-          if (abortedWith !== undefined) clearInterval(timer);
-        });
-    },
-    Math.max(10, leaseMs / 3),
-  );
-  timer.unref();
-  return {
-    get signal() {
-      if (!controller) {
-        controller = new AbortController();
-        if (abortedWith !== undefined) controller.abort(abortedWith);
-      }
-      return controller.signal;
-    },
-    renew,
-    release: () => {
-      clearInterval(timer);
-      forget();
-    },
-  };
+
+  /** The keeper's renewal: one at a time, so a slow database does not pile them up. */
+  renewInBackground(now: number): void {
+    this.renewing = true;
+    this.triedAt = now;
+    this.renew()
+      .catch((error: unknown) => {
+        // A failed renewal is not yet a lost lease: the next tick tries again, and the fence decides at
+        // completion. Once a whole lease has passed without one, another caller may have taken over: say so.
+        if (performance.now() - this.#renewedAt < this.leaseSeconds * 1000) return;
+        this.abort(
+          new ToolLedgerError(
+            'LEASE_LOST',
+            `This execution's lease could not be renewed for ${this.leaseSeconds} s (${error instanceof Error ? error.message : String(error)}), so another caller may take over the key. Stop work that is not yet done; the result is saved only if the lease is still held.`,
+            { cause: error },
+          ),
+        );
+      })
+      .finally(() => {
+        this.renewing = false;
+      });
+  }
+
+  release(): void {
+    this.keeper.release(this);
+  }
+}
+
+/**
+ * Keeps the leases of a ledger's running handlers alive, renewing each every third of its lease, from one timer for
+ * all of them rather than one per call. When a renewal finds a lease gone (another caller took over), that
+ * handler's signal aborts with `LEASE_LOST`; when the ledger closes, every held lease's signal aborts.
+ */
+export class LeaseKeeper {
+  readonly #held = new Set<Lease>();
+  #timer: NodeJS.Timeout | undefined;
+  #tickMs = Number.POSITIVE_INFINITY;
+
+  hold(store: LedgerStore, run: Run, leaseSeconds: number): HeldLease {
+    const lease = new Lease(this, store, run, leaseSeconds);
+    this.#held.add(lease);
+    // A sixth of the shortest lease: a renewal is due a third of a lease after the last, and goes out within a tick.
+    const tickMs = Math.max(MIN_TICK_MS, (leaseSeconds * 1000) / 6);
+    if (tickMs < this.#tickMs) this.#restart(tickMs);
+    return lease;
+  }
+
+  release(lease: Lease): void {
+    this.#held.delete(lease);
+  }
+
+  /** Aborts every held lease's signal, for a ledger that closed before its handlers finished. */
+  abortAll(reason: unknown): void {
+    for (const lease of this.#held) lease.abort(reason);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#tickMs = Number.POSITIVE_INFINITY;
+  }
+
+  #restart(tickMs: number): void {
+    clearInterval(this.#timer);
+    this.#tickMs = tickMs;
+    // The timer outlives each call (starting one per call cost every call a timer); unref'd, it never keeps the
+    // process alive, and ticks with nothing due cost a loop over the handlers running at that moment.
+    this.#timer = setInterval(() => this.#tick(), tickMs);
+    this.#timer.unref();
+  }
+
+  #tick(): void {
+    const now = performance.now();
+    for (const lease of this.#held) {
+      if (lease.renewing || lease.aborted) continue;
+      if (now - lease.triedAt >= (lease.leaseSeconds * 1000) / 3) lease.renewInBackground(now);
+    }
+  }
 }

@@ -4,6 +4,7 @@ import type { CallObserver } from '../contract/observer.js';
 import type { CompletionNotifier } from '../ledger/notifier.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { BackgroundSaves } from './background-saves.js';
+import { LeaseKeeper } from './lease.js';
 import { LostClaims } from './lost-claims.js';
 
 /** What every tool of one ledger shares. Internal. */
@@ -16,6 +17,9 @@ export class LedgerRuntime {
 
   /** Outcomes whose completion failed, saved again in the background within the configured limits. */
   readonly saves: BackgroundSaves;
+
+  /** The leases of handlers running now, renewed from one timer. */
+  readonly leases = new LeaseKeeper();
 
   constructor(
     readonly config: ResolvedConfig,
@@ -36,6 +40,11 @@ export class LedgerRuntime {
     );
     // Registered for the ledger's life: closing stops the background saves once its timeout has passed.
     this.abortOnClose(() => this.saves.stop());
+    // Handlers still running once the close's timeout has passed are told to stop, and their leases left to lapse.
+    this.abortOnClose((reason) => {
+      this.leases.abortAll(reason);
+      this.leases.stop();
+    });
   }
 
   get closed(): boolean {
