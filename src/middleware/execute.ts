@@ -159,7 +159,10 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       toolCallId: context.toolCallId,
       attempt: row.attempt,
       jobId: row.job_id ?? undefined,
-      signal: lease.signal,
+      // A getter, so the signal is made only for a handler that reads it (own and enumerable, as before).
+      get signal() {
+        return lease.signal;
+      },
       db,
       renewLease: lease.renew,
     });
