@@ -35,7 +35,43 @@ function pathOf(stack: readonly (string | number)[]): string {
   return path;
 }
 
-const byKey = (a: readonly [string, string], b: readonly [string, string]) => (a[0] < b[0] ? -1 : 1);
+/** Names longer than this are quoted each time rather than kept: the cache is for the few names a tool repeats. */
+const MAX_CACHED_NAME_LENGTH = 64;
+const MAX_CACHED_NAMES = 4096;
+const quotedNames = new Map<string, string>();
+
+/** `JSON.stringify(name)`, remembered: a tool's inputs and results repeat the same property names every call. */
+function quotedName(name: string): string {
+  let quoted = quotedNames.get(name);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(name);
+    if (name.length <= MAX_CACHED_NAME_LENGTH) {
+      if (quotedNames.size >= MAX_CACHED_NAMES) quotedNames.clear();
+      quotedNames.set(name, quoted);
+    }
+  }
+  return quoted;
+}
+
+/**
+ * Sorts names and their texts together by the names' UTF-16 code units, as `<` compares them (RFC 8785 sorts the
+ * raw names, not their escaped JSON forms). Insertion sort: objects have few members, and it needs no comparator
+ * calls or pair arrays.
+ */
+function sortMembers(names: string[], texts: string[]): void {
+  for (let i = 1; i < names.length; i++) {
+    const name = names[i]!;
+    const text = texts[i]!;
+    let j = i - 1;
+    while (j >= 0 && names[j]! > name) {
+      names[j + 1] = names[j]!;
+      texts[j + 1] = texts[j]!;
+      j--;
+    }
+    names[j + 1] = name;
+    texts[j + 1] = text;
+  }
+}
 
 /**
  * The RFC 8785 canonical JSON text of a value, read with the rules of `toJsonValue(value, { storable: false })` in
@@ -74,8 +110,10 @@ function jsonWalk(value: unknown, omit: OmitTree | undefined, sorted: boolean, s
       case 'boolean':
         return current ? 'true' : 'false';
       case 'string':
-      case 'number':
         return JSON.stringify(current);
+      case 'number':
+        // Finite (refused otherwise): the ECMAScript form, which is JSON's and RFC 8785's; -0 prints as 0.
+        return String(current);
     }
     if (current === null || typeof current !== 'object') return 'null';
     const object = current;
@@ -93,7 +131,8 @@ function jsonWalk(value: unknown, omit: OmitTree | undefined, sorted: boolean, s
         return `${text}]`;
       }
       // Checked in the order `toJsonValue` walks, so the first refusal is the same one; sorted afterwards.
-      const members: Array<[string, string]> = [];
+      const names: string[] = [];
+      const texts: string[] = [];
       for (const k of Object.keys(object)) {
         stack.push(k);
         if (!k.isWellFormed() || (storable && k.includes('\u0000'))) {
@@ -102,14 +141,15 @@ function jsonWalk(value: unknown, omit: OmitTree | undefined, sorted: boolean, s
         const rule = omitHere?.get(k);
         const text = walk((object as Record<string, unknown>)[k], k, rule === true ? undefined : rule);
         stack.pop();
-        if (text !== undefined && rule !== true) members.push([k, text]);
+        if (text !== undefined && rule !== true) {
+          names.push(k);
+          texts.push(text);
+        }
       }
-      // RFC 8785 sorts the raw names by UTF-16 code units, as `<` compares them (not their escaped JSON forms).
-      if (sorted) members.sort(byKey);
+      if (sorted) sortMembers(names, texts);
       let text = '{';
-      for (let i = 0; i < members.length; i++) {
-        const [k, member] = members[i]!;
-        text += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${member}`;
+      for (let i = 0; i < names.length; i++) {
+        text += `${i === 0 ? '' : ','}${quotedName(names[i]!)}:${texts[i]!}`;
       }
       return `${text}}`;
     } finally {
