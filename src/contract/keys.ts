@@ -24,8 +24,11 @@ export function keyProblem(key: string): string | undefined {
   if (key.length > MAX_KEY_LENGTH * 2) return `is ${key.length} UTF-16 code units long`;
   // A blank key names no intent: it is almost always an unset variable padded by a template.
   if (key.trim().length === 0) return 'is only whitespace';
-  const length = [...key].length;
-  if (length > MAX_KEY_LENGTH) return `is ${length} characters long`;
+  // Never more characters than code units: only a key longer than the limit in units needs counting.
+  if (key.length > MAX_KEY_LENGTH) {
+    const length = [...key].length;
+    if (length > MAX_KEY_LENGTH) return `is ${length} characters long`;
+  }
   return describeUnprintable(key);
 }
 
