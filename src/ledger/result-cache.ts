@@ -165,17 +165,10 @@ export class ResultCache {
   }
 
   /**
-   * The completed row for this key, as the claim would return it, when it has not expired and belongs to the same
+   * The completed row for this key (see `cacheKey`), as the claim would return it, when it has not expired and belongs to the same
    * user and parameters; otherwise undefined (the caller asks the database).
    */
-  replay(
-    tenant: string,
-    tool: string,
-    key: string,
-    user: string | null,
-    paramsHash: string,
-  ): ClaimRow | undefined {
-    const cacheKeyText = cacheKey(tenant, tool, key);
+  replay(cacheKeyText: string, user: string | null, paramsHash: string): ClaimRow | undefined {
     const entry = this.#entries.get(cacheKeyText);
     if (!entry) return undefined;
     const now = performance.now();

@@ -36,25 +36,28 @@ describe('replay cache', () => {
   it('replays a completed row for the same user and parameters, as a fresh copy each time', () => {
     const cache = new ResultCache(limits);
     cache.remember(k(), row(), performance.now());
-    const first = cache.replay('default', 't', 'k', null, 'h');
+    const first = cache.replay(cacheKey('default', 't', 'k'), null, 'h');
     expect(first).toMatchObject({
       claim: 'existing',
       status: 'succeeded',
       result_json: { ok: true, lines: [1, 2] },
     });
     (first!.result_json as { lines: number[] }).lines.push(3);
-    expect(cache.replay('default', 't', 'k', null, 'h')?.result_json).toEqual({ ok: true, lines: [1, 2] });
+    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h')?.result_json).toEqual({
+      ok: true,
+      lines: [1, 2],
+    });
   });
 
   it('leaves other parameters, another user, another tenant or tool to the database', () => {
     const cache = new ResultCache(limits);
     cache.remember(k(), row({ user_id: 'u1' }), performance.now());
-    expect(cache.replay('default', 't', 'k', 'u1', 'other')).toBeUndefined();
-    expect(cache.replay('default', 't', 'k', 'u2', 'h')).toBeUndefined();
-    expect(cache.replay('default', 't', 'k', null, 'h')).toBeUndefined();
-    expect(cache.replay('acme', 't', 'k', 'u1', 'h')).toBeUndefined();
-    expect(cache.replay('default', 'u', 'k', 'u1', 'h')).toBeUndefined();
-    expect(cache.replay('default', 't', 'k', 'u1', 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), 'u1', 'other')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), 'u2', 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('acme', 't', 'k'), 'u1', 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 'u', 'k'), 'u1', 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), 'u1', 'h')).toBeDefined();
   });
 
   it('keeps only completed rows that have not expired by the database clock', async () => {
@@ -66,10 +69,10 @@ describe('replay cache', () => {
     cache.remember(k('soon'), row({ expires_in_ms: 20 }), performance.now());
     cache.remember(k('final'), row({ status: 'failed', final: true }), performance.now());
     expect(cache.size).toBe(2);
-    expect(cache.replay('default', 't', 'final', null, 'h')?.status).toBe('failed');
-    expect(cache.replay('default', 't', 'soon', null, 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'final'), null, 'h')?.status).toBe('failed');
+    expect(cache.replay(cacheKey('default', 't', 'soon'), null, 'h')).toBeDefined();
     await sleep(40);
-    expect(cache.replay('default', 't', 'soon', null, 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'soon'), null, 'h')).toBeUndefined();
     expect(cache.size).toBe(1);
   });
 
@@ -77,7 +80,7 @@ describe('replay cache', () => {
     const cache = new ResultCache(limits);
     const sentAt = performance.now() - 61_000;
     cache.remember(k(), row(), sentAt);
-    expect(cache.replay('default', 't', 'k', null, 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h')).toBeUndefined();
   });
 
   it('is bounded by entries and by bytes, dropping the least recently used', () => {
@@ -93,7 +96,7 @@ describe('replay cache', () => {
       });
     for (const key of ['a', 'b', 'c']) completed(key);
     // A completion written here replays with what it wrote, not the in-flight row it was claimed as.
-    expect(cache.replay('default', 't', 'c', null, 'h')).toMatchObject({
+    expect(cache.replay(cacheKey('default', 't', 'c'), null, 'h')).toMatchObject({
       status: 'succeeded',
       lease_owner: null,
       lease_remaining_ms: null,
@@ -101,25 +104,25 @@ describe('replay cache', () => {
       result_json: 1,
       completed_at: dbNow,
     });
-    cache.replay('default', 't', 'a', null, 'h');
+    cache.replay(cacheKey('default', 't', 'a'), null, 'h');
     completed('d');
     expect(cache.size).toBe(3);
-    expect(cache.replay('default', 't', 'b', null, 'h')).toBeUndefined();
-    expect(cache.replay('default', 't', 'a', null, 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'b'), null, 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'a'), null, 'h')).toBeDefined();
     // A row only read takes free room only: replaying more keys than fit, in order, keeps the cache useful.
     cache.remember(k('read'), row(), performance.now());
-    expect(cache.replay('default', 't', 'read', null, 'h')).toBeUndefined();
-    expect(cache.replay('default', 't', 'c', null, 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'read'), null, 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'c'), null, 'h')).toBeDefined();
 
     const small = new ResultCache({ maxEntries: 1000, maxBytes: 10_000 });
     const big = { text: 'x'.repeat(2000) };
     for (let i = 0; i < 20; i++) small.remember(k(`k${i}`), row({ result_json: big }), performance.now());
     expect(small.bytes).toBeLessThanOrEqual(10_000);
     expect(small.size).toBeGreaterThan(0);
-    expect(small.replay('default', 't', 'k19', null, 'h')).toBeDefined();
+    expect(small.replay(cacheKey('default', 't', 'k19'), null, 'h')).toBeDefined();
     // A result larger than the whole bound is never cached.
     small.remember(k('huge'), row({ result_json: 'y'.repeat(20_000) }), performance.now());
-    expect(small.replay('default', 't', 'huge', null, 'h')).toBeUndefined();
+    expect(small.replay(cacheKey('default', 't', 'huge'), null, 'h')).toBeUndefined();
   });
 
   it('caches nothing when turned off', () => {
