@@ -90,10 +90,10 @@ function sharedHandlers({ name, runtime }: ClaimSettings) {
 function mutationHandlers(settings: ClaimSettings): HandlerTable {
   const { name, execute } = settings;
   const { reclaim, ...shared } = sharedHandlers(settings);
-  const won: Handler<'won'> = async ({ row }, call) => {
-    const done = await execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
-    return answer('executed', done.value, row, call, done.completedAt);
-  };
+  const won: Handler<'won'> = ({ row }, call) =>
+    execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts).then((done) =>
+      answer('executed', done.value, row, call, done.completedAt),
+    );
   return {
     ...shared,
     won,

@@ -160,24 +160,33 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const claimLoop = kind === 'read' ? undefined : createClaimLoop(kind, { name, runtime, execute });
   if (kind !== 'read') runtime.saves.announce(name);
 
-  const decide = async (
+  /**
+   * Decides a call: a refusal at once, or the promise of how it ends. Not an async function, and no await without a
+   * schema: each async frame and await is a promise and a turn of the microtask queue on every call.
+   */
+  const decide = (
     input: unknown,
     context: CallContext,
     scope: CallScope,
     facts: CallFacts,
-  ): Promise<CallEnd> => {
+  ): CallEnd | Promise<CallEnd> => {
     const refusal = admitContext(tool, context);
     if (refusal) return refusal;
+    if (!tool.input) return proceed(input, context, scope, facts);
+    return validateInput(tool.input, input, name).then(
+      (validated) => proceed(validated, context, scope, facts),
+      (error: unknown) => rejected('input_invalid', error),
+    );
+  };
+
+  /** A call whose context and input were admitted: the read, or the claim loop with the input's hash. */
+  const proceed = (
+    validated: unknown,
+    context: CallContext,
+    scope: CallScope,
+    facts: CallFacts,
+  ): CallEnd | Promise<CallEnd> => {
     const tenant = context.tenant ?? 'default';
-    let validated: unknown = input;
-    // No await without a schema: each one is a turn of the microtask queue on every call.
-    if (tool.input) {
-      try {
-        validated = await validateInput(tool.input, input, name);
-      } catch (error) {
-        return rejected('input_invalid', error);
-      }
-    }
     if (!claimLoop) return runRead(handler, name, validated, context, tenant, scope, facts);
 
     const hashed = inputHash(name, validated, volatile);
