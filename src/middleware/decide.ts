@@ -1,5 +1,6 @@
 import type { ConflictReason } from '../contract/errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
+import { unknownStatus } from './failures.js';
 
 /** What each verdict carries besides its kind. */
 interface VerdictFields {
@@ -58,5 +59,7 @@ export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): V
           ? { kind: 'running', row }
           : { kind: 'abandoned', row },
   } as const satisfies Record<ClaimRow['status'], Verdict>;
-  return byStatus[row.status];
+  const verdict: Verdict | undefined = byStatus[row.status];
+  if (verdict === undefined) throw unknownStatus(row);
+  return verdict;
 }

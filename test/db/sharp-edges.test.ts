@@ -45,6 +45,30 @@ describe('sharp edges', () => {
     expect(await job.getJob(first.jobId, { tenant: 'acme' })).toBeUndefined();
   });
 
+  it('refuses a row edited by hand into a status it never writes, saying what to do, for calls and getJob', async () => {
+    // Prepare: migration 6 dropped the CHECK constraints, so only the code stands between such a row and a guess.
+    const ledger = await backend.open({ replayCacheEntries: 0 });
+    const tool = ledger.tool({ name: 'edge_status', kind: 'mutation', handler: () => 'ran' });
+    const job = ledger.tool({ name: 'edge_status_job', kind: 'job', handler: () => 'done' });
+    await tool.call({}, { key: 'k-status' });
+    const started = await job.call({}, { key: 'k-status-job' });
+    await expect.poll(async () => (await job.getJob(started.jobId))?.status).toBe('succeeded');
+    await backend.sql(`UPDATE "${ledger.schema}".tool_runs SET status = 'paused'`);
+
+    // Act
+    const call = tool.call({}, { key: 'k-status' });
+    const lookup = job.getJob(started.jobId);
+
+    // Assess
+    for (const refused of [call, lookup]) {
+      await expect(refused).rejects.toMatchObject({
+        code: 'LEDGER_UNAVAILABLE',
+        retryable: false,
+        message: expect.stringMatching(/status "paused", which tool-ledger never writes.*tool-ledger forget/),
+      });
+    }
+  });
+
   const deep = (levels: number) => {
     let value: unknown = 'bottom';
     for (let i = 0; i < levels; i++) value = { next: value };
