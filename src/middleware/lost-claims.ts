@@ -26,6 +26,11 @@ export class LostClaims {
     this.#tokens.set(key, { owner, untilMs: Date.now() + leaseSeconds * 1000 });
   }
 
+  /** Whether any token is kept: almost never, so a claim checks this before building the key. */
+  get empty(): boolean {
+    return this.#tokens.size === 0;
+  }
+
   /** Hands the token to one caller and forgets it. */
   take(key: string): string | undefined {
     const entry = this.#tokens.get(key);

@@ -202,7 +202,9 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
         user: context.user,
         paramsHash,
         leaseOwner:
-          runtime.lostClaims.take(LostClaims.key(tenant, name, context.key as string)) ?? newLeaseOwner(),
+          (!runtime.lostClaims.empty &&
+            runtime.lostClaims.take(LostClaims.key(tenant, name, context.key as string))) ||
+          newLeaseOwner(),
         leaseSeconds: tool.leaseSeconds,
         ttlSeconds: tool.ttlSeconds,
         traceId: span?.traceId,
