@@ -29,8 +29,8 @@ export interface LedgerOptions {
    */
   readonly ttlSeconds?: number;
   /**
-   * How long a claim holds a key without renewal. Handlers renew it every `leaseSeconds / 3`; when the owner dies,
-   * another caller takes over after this long.
+   * How long a claim holds a key without renewal. Handlers renew it `leaseSeconds / 3` after the last renewal (at
+   * most `leaseSeconds / 2`); when the owner dies, another caller takes over after this long.
    * @default 30
    */
   readonly leaseSeconds?: number;

@@ -57,7 +57,7 @@ export interface HandlerContext {
    * commit together with the ledger completion, or not at all.
    */
   readonly db: Queryable | undefined;
-  /** Extends the lease now. Leases are also renewed automatically every `leaseSeconds / 3`. */
+  /** Extends the lease now. Leases are also renewed automatically, `leaseSeconds / 3` after the last renewal (at most `leaseSeconds / 2`). */
   renewLease(): Promise<void>;
 }
 
