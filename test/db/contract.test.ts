@@ -457,6 +457,44 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     expect(reasons[1]).toMatchObject({ code: 'LEDGER_CLOSED' });
   });
 
+  it('keeps the leases of handlers that outlast them alive, several at once and of different lengths', async () => {
+    // Prepare: one timer per ledger renews every running lease; each handler runs for four of its leases.
+    const ledger = await backend.open({ waitSeconds: 0 });
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const slow = (name: string, leaseSeconds: number) => ({
+      leaseSeconds,
+      tool: ledger.tool({
+        name,
+        kind: 'mutation',
+        leaseSeconds,
+        handler: async () => {
+          await sleep(leaseSeconds * 4000);
+          return name;
+        },
+      }),
+    });
+    const slows = [slow('slow_a', 0.3), slow('slow_b', 0.3), slow('slow_c', 0.6)];
+
+    // Act: two leases in, a duplicate of each would take over a lapsed lease.
+    const outcomes = await Promise.all(
+      slows.map(async ({ tool, leaseSeconds }) => {
+        const first = tool.invoke({}, { key: 'k-outlast' });
+        await sleep(leaseSeconds * 2000);
+        const duplicate = await rejection(tool.invoke({}, { key: 'k-outlast' }));
+        return { duplicate: duplicate.code, first: await first };
+      }),
+    );
+
+    // Assess: no takeover (the duplicates find the run in progress) and each first call completes its own attempt.
+    expect(
+      outcomes.map(({ duplicate, first }) => [duplicate, first.outcome, first.attempt, first.value]),
+    ).toEqual([
+      ['IN_PROGRESS', 'executed', 1, 'slow_a'],
+      ['IN_PROGRESS', 'executed', 1, 'slow_b'],
+      ['IN_PROGRESS', 'executed', 1, 'slow_c'],
+    ]);
+  });
+
   it('leaves volatile fields out of the parameter hash', async () => {
     const ledger = await backend.open();
     let calls = 0;
