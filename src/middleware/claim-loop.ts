@@ -9,7 +9,7 @@ import { judgeClaim, type VerdictKind, type VerdictOf } from './decide.js';
 import type { Execute } from './execute.js';
 import type { CallFacts } from './facts.js';
 import { replayedFailure } from './failures.js';
-import { jobStatusOf } from './job-status.js';
+import { jobStatusOf, runningJobStatus } from './job-status.js';
 import { LostClaims } from './lost-claims.js';
 import type { LedgerRuntime } from './runtime.js';
 import { retryAfterMs, type Waiter } from './wait.js';
@@ -132,7 +132,8 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
   const won: Handler<'won'> = ({ row }, call) => {
     const work = execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
     void runtime.track(work.catch(() => {}));
-    return answer('executed', jobStatusOf({ ...row, status: 'in_progress', lease_live: true }), row, call);
+    // The run this call just started: running, whatever the claim's row said.
+    return answer('executed', runningJobStatus(row, true), row, call);
   };
   return {
     ...shared,
