@@ -1,3 +1,5 @@
+import { cacheKey } from '../ledger/result-cache.js';
+
 /**
  * Claims this process sent whose answer never came (the connection broke after the statement left), by key. The
  * claim may have committed, leaving the key `in_progress` under a lease owner token only this process knows; a
@@ -12,9 +14,8 @@ export class LostClaims {
     this.#max = max;
   }
 
-  static key(tenant: string, tool: string, key: string): string {
-    return `${tenant}\u0000${tool}\u0000${key}`;
-  }
+  /** A call's tenant, tool and key as one string: the replay cache's key for the same run. */
+  static readonly key = cacheKey;
 
   /** Remembers a lost claim's owner token until its lease would have lapsed anyway. */
   remember(key: string, owner: string, leaseSeconds: number): void {
