@@ -1,4 +1,5 @@
 import { keyProblem } from '../contract/keys.js';
+import { boundedCache } from './bounded-cache.js';
 import { dictionaries } from './redact/dictionaries.js';
 import { DEFAULT_ALLOWED_WORDS } from './redact/words.js';
 
@@ -69,22 +70,17 @@ function letterParts(key: string): string[] {
 const WORD = 1;
 const NAME = 2;
 const MAX_REMEMBERED_PARTS = 10_000;
-const partKinds = new Map<string, number>();
 
 /**
  * The dictionary verdict of a lowercase part, remembered: keys repeat their parts (`order`, `refund`, `tl`) on
  * every call, and an English-word lookup is a binary search over the word list's text (about a microsecond).
  */
-function partKind(lower: string): number {
-  let kind = partKinds.get(lower);
-  if (kind === undefined) {
-    const dicts = dictionaries();
-    kind = (dicts.isWord(lower) ? WORD : 0) | (dicts.isName(lower) ? NAME : 0);
-    if (partKinds.size >= MAX_REMEMBERED_PARTS) partKinds.clear();
-    partKinds.set(lower, kind);
-  }
-  return kind;
-}
+const rememberedPartKind = boundedCache((lower: string): number => {
+  const dicts = dictionaries();
+  return (dicts.isWord(lower) ? WORD : 0) | (dicts.isName(lower) ? NAME : 0);
+}, MAX_REMEMBERED_PARTS);
+// The computation always answers (0 for neither), so `?? 0` never decides anything; it only narrows the type.
+const partKind = (lower: string): number => rememberedPartKind(lower) ?? 0;
 
 function isOpaqueToken(key: string): boolean {
   if (!TOKEN.test(key) || !/\d/.test(key) || !/[A-Za-z]/.test(key)) return false;
