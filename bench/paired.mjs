@@ -49,7 +49,12 @@ export async function pairedChunks({ sides, phases, chunks, chunkSize, concurren
 
 /** Throughput of side `a` over side `b`, per round: median and interquartile range. */
 export function pairRatio(rounds, a, b) {
-  const sorted = rounds.map((r) => r[b] / r[a]).sort((x, y) => x - y);
+  return ratioSpread(rounds.map((r) => r[b] / r[a]));
+}
+
+/** The median and quartiles of per-round ratios, in the shape `fmtRatio` prints. */
+export function ratioSpread(ratios) {
+  const sorted = [...ratios].sort((x, y) => x - y);
   return {
     ratio: median(sorted),
     low: sorted[Math.floor((sorted.length - 1) / 4)],
