@@ -16,7 +16,11 @@ export const BENCH_INPUT = {
 export const benchResult = (i) => ({ invoiceId: `inv_${i}`, status: 'open', amountCents: 4500 });
 export const benchKey = (tag, c, i) => `${tag}_${c}_${i}`;
 
-/** `onCall` runs around each call's work; the telemetry bench passes the hand-written span, log and counter. */
+/**
+ * `instrument(work, key)` runs around each call's work; the telemetry benches pass a hand-written span, log record
+ * and counter. `work(observe)` reports to an optional observer what a richer instrumentation records: the parameter
+ * hash, each statement's duration, the handler's duration and whether the call was a replay.
+ */
 export async function handWritten(url, schema, { concurrency, instrument } = {}) {
   const pool = new pg.Pool({ connectionString: url, max: concurrency });
   const t = `"${schema}".runs`;
@@ -33,25 +37,40 @@ export async function handWritten(url, schema, { concurrency, instrument } = {})
   const select = `SELECT parameter_hash, status, result_json FROM ${t}
     WHERE tenant_id = $1 AND tool_name = $2 AND idempotency_key = $3`;
   let n = 0;
-  const call = async (key, input) => {
+  // Without an observer, the plain query: the bare baseline pays for nothing it does not do.
+  const query = (observe, operation, text, values) =>
+    observe ? timed(observe, operation, () => pool.query(text, values)) : pool.query(text, values);
+  const call = async (key, input, observe) => {
     const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
+    observe?.paramsHash(hash);
     const args = ['bench', 'create_invoice', key];
-    const inserted = await pool.query(insert, [...args, hash]);
+    const inserted = await query(observe, 'claim', insert, [...args, hash]);
     if (inserted.rowCount === 0) {
-      const { rows } = await pool.query(select, args);
+      const { rows } = await query(observe, 'lookup', select, args);
       if (rows[0].parameter_hash !== hash) throw new Error('key reused with different input');
+      observe?.replayed();
       return rows[0].result_json;
     }
+    const started = observe ? performance.now() : 0;
     const value = benchResult(n++);
-    await pool.query(update, [...args, JSON.stringify(value)]);
+    observe?.executed((performance.now() - started) / 1000);
+    await query(observe, 'complete', update, [...args, JSON.stringify(value)]);
     return value;
   };
-  const wrapped = instrument ? (key, input) => instrument(() => call(key, input), key) : call;
+  const wrapped = instrument ? (key, input) => instrument((observe) => call(key, input, observe), key) : call;
   return {
     first: (c, i) => wrapped(benchKey('hand', c, i), BENCH_INPUT),
     replay: (c, i) => wrapped(benchKey('hand', c, i), BENCH_INPUT),
     close: () => pool.end(),
   };
+}
+
+/** Awaits `run()` and reports its seconds to `observe.operation`. */
+async function timed(observe, operation, run) {
+  const started = performance.now();
+  const value = await run();
+  observe.operation(operation, (performance.now() - started) / 1000);
+  return value;
 }
 
 /** tool-ledger's claim and complete SQL, NOTIFY included, as plain parameterized pg queries. */

@@ -1,7 +1,8 @@
 // Client CPU that telemetry adds to each call, with the production-like SDK of bench/sdk.mjs registered: tool-ledger
-// with telemetry on against telemetry off, and the hand-written span, log record and counter against the same code
-// bare. The ledger runs over a pool that answers at once, so the figures are the JavaScript work alone, which on a
-// CPU-bound machine is what throughput pays for. Each side's chunk includes flushing its spans and log records
+// with telemetry on against telemetry off; the hand-written span, log record and counter against the same code
+// bare; and tool-ledger's own telemetry content written by hand (bench/sdk.mjs) against the same code bare, whole
+// and less one piece at a time, which prices each piece. The ledger runs over a pool that answers at once, so the
+// figures are the JavaScript work alone, which on a CPU-bound machine is what throughput pays for. Each side's chunk includes flushing its spans and log records
 // through the batch processors to an OTLP/HTTP sink in another process, so export CPU counts where it arises. Sides
 // run in rotating order over rounds; figures are medians over rounds of process.cpuUsage per call.
 //
@@ -12,13 +13,15 @@ import { createHash } from 'node:crypto';
 import { createLedger } from '../dist/index.js';
 import { BENCH_INPUT, benchKey, benchResult } from './baselines.mjs';
 import { median, runConcurrent } from './paired.mjs';
-import { createSdk, handInstrumentation, startSink } from './sdk.mjs';
+import { createSdk, handContentInstrumentation, handInstrumentation, startSink } from './sdk.mjs';
 
 const CONCURRENCY = 16;
 const CALLS = Number(process.env.BENCH_TELCPU_CALLS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_TELCPU_ROUNDS ?? 7);
 const ONLY = process.env.BENCH_TELCPU_ONLY;
 const BATCH = 1000;
+/** The pieces of tool-ledger's content that bench/sdk.mjs can leave out, each priced by a side without it. */
+const CONTENT_PIECES = ['hmacs', 'histograms', 'logAttributes', 'logRecord'];
 
 /** A pool that answers the ledger's statements at once: the bare insert of a fresh key, then the completion. */
 function instantPool() {
@@ -55,11 +58,22 @@ async function ledgerSide(telemetry) {
 /** The hand-written call of bench/baselines.mjs with its two statements answered at once. */
 function handSide(instrument) {
   let n = 0;
-  const call = async () => {
-    createHash('sha256').update(JSON.stringify(BENCH_INPUT)).digest('hex');
+  // `observe` is what a richer instrumentation records (see bench/baselines.mjs): timed like the real statements.
+  const timed = async (observe, operation) => {
+    const started = performance.now();
     await null;
-    await null;
-    return benchResult(n++);
+    observe.operation(operation, (performance.now() - started) / 1000);
+  };
+  const statement = (observe, operation) => (observe ? timed(observe, operation) : null);
+  const call = async (observe) => {
+    const hash = createHash('sha256').update(JSON.stringify(BENCH_INPUT)).digest('hex');
+    observe?.paramsHash(hash);
+    await statement(observe, 'claim');
+    const started = observe ? performance.now() : 0;
+    const value = benchResult(n++);
+    observe?.executed((performance.now() - started) / 1000);
+    await statement(observe, 'complete');
+    return value;
   };
   const wrapped = instrument ? (key) => instrument(call, key) : () => call();
   const run = (r, i) => wrapped(benchKey(TAG, r, i));
@@ -74,7 +88,14 @@ try {
     ledger: await ledgerSide({ keyHashSecret: 'bench-secret' }),
     ledgerOff: await ledgerSide(false),
     handOtel: handSide(handInstrumentation()),
+    handContent: handSide(handContentInstrumentation('bench-secret')),
     hand: handSide(undefined),
+    ...Object.fromEntries(
+      CONTENT_PIECES.map((omit) => [
+        `without_${omit}`,
+        handSide(handContentInstrumentation('bench-secret', { omit })),
+      ]),
+    ),
   };
   const sides = ONLY ? { [ONLY]: all[ONLY] } : all;
   const names = Object.keys(sides);
@@ -114,19 +135,34 @@ try {
     if (ONLY) return { [ONLY]: us(median(cpu[phase][ONLY])) };
     const ledger = paired(phase, 'ledger', 'ledgerOff');
     const hand = paired(phase, 'handOtel', 'hand');
+    const sameContent = paired(phase, 'handContent', 'hand');
     return {
       'tool-ledger, telemetry on': us(median(cpu[phase].ledger)),
       'tool-ledger, telemetry off': us(median(cpu[phase].ledgerOff)),
       'tool-ledger telemetry': us(ledger),
       'hand-written span/log/counter': us(hand),
       'tool-ledger / hand-written telemetry': (ledger / hand).toFixed(2),
+      "tool-ledger's content by hand": us(sameContent),
+      'tool-ledger / its content by hand': (ledger / sameContent).toFixed(2),
     };
   };
   console.table({ 'first execution': row('first'), replay: row('replay') });
-  const expected =
-    (ROUNDS + 1) * phases.length * CALLS * names.filter((n) => n === 'ledger' || n === 'handOtel').length;
+  if (!ONLY) {
+    // A piece's price: the content by hand with it, less the content by hand without it, paired by round.
+    const pieces = (phase) =>
+      Object.fromEntries(
+        CONTENT_PIECES.map((omit) => [omit, us(paired(phase, 'handContent', `without_${omit}`))]),
+      );
+    console.log(
+      "What each piece of tool-ledger's content costs, written by hand (µs per call): the two HMACs (key and parameter hash), the three histogram points, the log record's attributes beyond tool, tenant, key and outcome, and the log record itself",
+    );
+    console.table({ 'first execution': pieces('first') });
+  }
+  const withTelemetry = names.filter((n) => n !== 'ledgerOff' && n !== 'hand');
+  const perSide = (ROUNDS + 1) * phases.length * CALLS;
+  const withLogs = withTelemetry.filter((n) => n !== 'without_logRecord');
   console.log(
-    `exported: ${sdk.exported.spans} spans, ${sdk.exported.logs} log records (of ${expected} calls with telemetry)`,
+    `exported: ${sdk.exported.spans} spans (of ${perSide * withTelemetry.length} calls with telemetry), ${sdk.exported.logs} log records (of ${perSide * withLogs.length} calls that emit one)`,
   );
 } finally {
   await sdk.shutdown();
