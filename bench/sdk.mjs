@@ -105,7 +105,7 @@ export function handInstrumentation() {
     });
 }
 
-/** The log record's attributes cut to what the mission names: tool, tenant, key and outcome. */
+/** The log record's attributes cut to the four that every signal must carry: tool, tenant, key and outcome. */
 const fewer = (attributes) => ({
   [ATTR.GEN_AI_TOOL_NAME]: attributes[ATTR.GEN_AI_TOOL_NAME],
   [ATTR.TENANT_ID]: attributes[ATTR.TENANT_ID],
@@ -120,7 +120,7 @@ const fewer = (attributes) => ({
  * outcome, attempt); metrics get one counter increment, a histogram point per statement and one for the handler.
  * It prices this content on this SDK whoever emits it, so tool-ledger's telemetry can be weighed against the same
  * content rather than against a span with no attributes. `omit` leaves one piece out, to price each piece:
- * `hmacs` (the two hashes go out unkeyed), `histograms`, `logAttributes` (the log record keeps tool, tenant, key
+ * `hmacs` (the key and the parameter hash go out as they are), `histograms`, `logAttributes` (the log record keeps tool, tenant, key
  * and outcome) or `logRecord`.
  */
 export function handContentInstrumentation(secret, { omit } = {}) {

@@ -2,9 +2,10 @@
 // with telemetry on against telemetry off; the hand-written span, log record and counter against the same code
 // bare; and tool-ledger's own telemetry content written by hand (bench/sdk.mjs) against the same code bare, whole
 // and less one piece at a time, which prices each piece. The ledger runs over a pool that answers at once, so the
-// figures are the JavaScript work alone, which on a CPU-bound machine is what throughput pays for. Each side's chunk includes flushing its spans and log records
-// through the batch processors to an OTLP/HTTP sink in another process, so export CPU counts where it arises. Sides
-// run in rotating order over rounds; figures are medians over rounds of process.cpuUsage per call.
+// figures are the JavaScript work alone, which on a CPU-bound machine is what throughput pays for. Each side's
+// chunk includes flushing its spans and log records through the batch processors to an OTLP/HTTP sink in another
+// process, so export CPU counts where it arises. Sides run in rotating order over rounds; figures are medians over
+// rounds of process.cpuUsage per call.
 //
 // Run: npm run build && node bench/telemetry-cpu.mjs
 // Env: BENCH_TELCPU_CALLS (per side and round, default 3000), BENCH_TELCPU_ROUNDS (default 7),
