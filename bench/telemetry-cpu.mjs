@@ -155,7 +155,7 @@ try {
         CONTENT_PIECES.map((omit) => [omit, us(paired(phase, 'handContent', `without_${omit}`))]),
       );
     console.log(
-      "What each piece of tool-ledger's content costs, written by hand (µs per call): the two HMACs (key and parameter hash), the three histogram points, the log record's attributes beyond tool, tenant, key and outcome, and the log record itself",
+      "What each piece of tool-ledger's content costs, written by hand (µs per call): the two HMACs (key and parameter hash), the three histogram points, the log record's attributes beyond tool, tenant, key and outcome, and the whole log record",
     );
     console.table({ 'first execution': pieces('first') });
   }
