@@ -27,9 +27,12 @@ export class LostClaims {
     this.#tokens.set(key, { owner, untilMs: Date.now() + leaseSeconds * 1000 });
   }
 
-  /** Whether any token is kept: almost never, so a claim checks this before building the key. */
-  get empty(): boolean {
-    return this.#tokens.size === 0;
+  /**
+   * `take` for a call's tenant, tool and key. Tokens are almost never kept, so the key is built only when one is:
+   * every claim asks, and most would build a string for nothing.
+   */
+  takeFor(tenant: string, tool: string, key: string): string | undefined {
+    return this.#tokens.size === 0 ? undefined : this.take(cacheKey(tenant, tool, key));
   }
 
   /** Hands the token to one caller and forgets it. */

@@ -23,7 +23,6 @@ import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';
 import type { CallFacts } from './facts.js';
 import { jobStatusOf } from './job-status.js';
-import { LostClaims } from './lost-claims.js';
 import { runRead } from './read.js';
 import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
@@ -201,10 +200,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
         key: context.key as string,
         user: context.user,
         paramsHash,
-        leaseOwner:
-          (!runtime.lostClaims.empty &&
-            runtime.lostClaims.take(LostClaims.key(tenant, name, context.key as string))) ||
-          newLeaseOwner(),
+        leaseOwner: runtime.lostClaims.takeFor(tenant, name, context.key as string) ?? newLeaseOwner(),
         leaseSeconds: tool.leaseSeconds,
         ttlSeconds: tool.ttlSeconds,
         traceId: span?.traceId,

@@ -12,6 +12,15 @@ describe('lost claims', () => {
     expect(lost.take(key)).toBeUndefined();
   });
 
+  it('finds a token by the call’s tenant, tool and key, and finds none when none is kept', () => {
+    const lost = new LostClaims();
+    expect(lost.takeFor('default', 'charge', 'k')).toBeUndefined();
+    lost.remember(LostClaims.key('default', 'charge', 'k'), 'owner-1', 30);
+    expect(lost.takeFor('default', 'charge', 'other')).toBeUndefined();
+    expect(lost.takeFor('default', 'charge', 'k')).toBe('owner-1');
+    expect(lost.takeFor('default', 'charge', 'k')).toBeUndefined();
+  });
+
   it('forgets a token once its lease would have lapsed, and the oldest past the cap', () => {
     const lost = new LostClaims(2);
     lost.remember('a', 'owner-a', 0);
