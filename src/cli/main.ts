@@ -20,6 +20,7 @@ import {
 } from './commands.js';
 import { resolveConnection } from './db.js';
 import { CliError, EXIT, usageError } from './errors.js';
+import { escapeTerminalLines } from './format.js';
 
 const HELP = `tool-ledger: support CLI for the tool-ledger idempotency ledger
 
@@ -355,7 +356,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return await run(argv, io);
   } catch (error) {
     if (error instanceof CliError) {
-      io.err(`tool-ledger: ${error.message}`);
+      // Messages quote what was typed or stored (a tenant, a key, a database error); nothing in them may drive
+      // the terminal.
+      io.err(`tool-ledger: ${escapeTerminalLines(error.message)}`);
       return error.exitCode;
     }
     io.err(
