@@ -5,10 +5,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from '../../src/telemetry/key-hash.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
-import { dashboardTargets, loadDashboard, ROOT, readText } from './support/configs.js';
+import { dashboardTargets, loadDashboard, ROOT, readText, readYaml } from './support/configs.js';
 import { type ExplorerAccess, fillExplorerSql, setUpExplorer } from './support/explorer.js';
 import {
   BINARIES,
+  describeStack,
   getJson,
   missingPrograms,
   type Program,
@@ -380,6 +381,22 @@ describe.skipIf(missing.length > 0 && !required)('the operations stack, running 
     expect(tag(span, 'enduser.email')).toBeUndefined();
   });
 
+  it('every address npm run stack prints answers on this stack, and it says the Jaeger UI is a placeholder', async () => {
+    const text = await describeStack(stack);
+    const urls = [...text.matchAll(/https?:\/\/[^\s)]+/g)]
+      .map((m) => m[0])
+      .filter((u) => !u.includes('<') && u !== stack.otlpHttpUrl && u !== stack.jaegerUrl);
+    expect(urls.length).toBeGreaterThanOrEqual(5);
+    for (const url of urls) {
+      const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+      await response.arrayBuffer();
+      expect(response.status, url).toBe(200);
+    }
+    const root = await (await fetch(`${stack.jaegerUrl}/`)).text();
+    expect(root).toContain('This is not the Jaeger UI you are looking for');
+    expect(text).toContain('This is not the');
+  });
+
   it(
     'incident drill: the conflict-spike alert fires, and leads to the tool, the caller, the tenant and the trace',
     async () => {
@@ -404,7 +421,10 @@ describe.skipIf(missing.length > 0 && !required)('the operations stack, running 
         2000,
       );
       expect(alert.labels.gen_ai_tool_name).toBe('create_invoice');
-      expect(alert.annotations.runbook_url).toBe('docs/operations.md#toolledgerconflictspike');
+      // Absolute, from the one base prometheus.yml sets.
+      expect(alert.annotations.runbook_url).toBe(
+        `${readYaml<{ global: { external_labels: { runbook_base: string } } }>('prometheus/prometheus.yml').global.external_labels.runbook_base}#toolledgerconflictspike`,
+      );
       expect(readText('docs/operations.md')).toContain('### ToolLedgerConflictSpike');
       const tool = alert.labels.gen_ai_tool_name as string;
 
