@@ -41,6 +41,7 @@ import {
   settingsTableExistsSql,
   statsSql,
 } from './sql.js';
+import { formatStory, keyStory } from './trace.js';
 
 export interface Io {
   readonly out: (text: string) => void;
@@ -235,6 +236,8 @@ export async function inspectCommand(
     json: boolean;
     jaegerUrl: string;
     connection: Connection;
+    /** `--trace`: add every call made with the key, read from Jaeger (`jaegerUrl`) and VictoriaLogs. */
+    trace?: { readonly logsUrl: string };
   },
 ): Promise<number> {
   const { lookup } = opts;
@@ -285,7 +288,7 @@ export async function inspectCommand(
   // Support typed a key, so it is shown as given; a key found through its job is shown the way telemetry shows it.
   const showKey = (key: string) =>
     lookup.by === 'key' ? { key, keyHash: null } : keyForm(key, secret?.secret);
-  const runs = rows.map((row) =>
+  const described = rows.map((row) =>
     describeRun(
       row,
       showKey(row.idempotency_key),
@@ -294,6 +297,31 @@ export async function inspectCommand(
       schema,
     ),
   );
+  const trace = opts.trace;
+  const runs =
+    trace === undefined
+      ? described
+      : await Promise.all(
+          described.map(async (run, i) => {
+            const row = rows[i] as InspectRow;
+            const query = {
+              // Searched as telemetry exported it: raw when safe, else its HMAC under the service's secret.
+              key: keyForm(row.idempotency_key, secret?.secret),
+              tenant: row.tenant_id,
+              tool: row.tool_name,
+              // A margin for clocks: spans carry the caller's clock, the row the database's.
+              since: new Date(row.created_at.getTime() - 5 * 60_000),
+              jaegerUrl: opts.jaegerUrl,
+              logsUrl: trace.logsUrl,
+              runTraceId: row.trace_id,
+            };
+            const story = await keyStory(query);
+            return {
+              data: { ...run.data, calls: story.calls, callProblems: story.problems },
+              text: `${run.text}\n${formatStory(story, query)}`,
+            };
+          }),
+        );
   // One full key names at most one run: scripts get that run itself, as before.
   const single = lookup.by === 'key' && lookup.tenant !== undefined && lookup.tool !== undefined;
   print(io, opts.json, single ? runs[0]?.data : { schema, runs: runs.map((r) => r.data) }, () =>

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
@@ -229,6 +230,42 @@ describe('issue 26: the support CLI in an incident', () => {
     expect(two.stdout).toMatch(/^2 succeeded runs:\n/);
     const purge = cli(['purge', '--schema', schema, '--expired', '--dry-run']);
     expect(purge.stdout).toContain('0 expired rows');
+  });
+
+  it('inspect --trace still shows the run when Jaeger and VictoriaLogs cannot be reached, and says so', async () => {
+    // A port nothing listens on: taken, then released.
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const base = `http://127.0.0.1:${closed}`;
+    const args = [
+      'inspect',
+      '--schema',
+      schema,
+      '--tenant',
+      'acme',
+      '--tool',
+      'write_note',
+      '--key',
+      'note-1',
+    ];
+    const r = cli([...args, '--trace', '--jaeger-url', base, '--logs-url', base]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('result (scrubbed):');
+    expect(r.stdout).toContain(`calls with this key (Jaeger ${base}, VictoriaLogs ${base}): none found`);
+    expect(r.stdout).toContain(`note: Jaeger at ${base} could not be read`);
+    expect(r.stdout).toContain('pass --logs-url if it runs elsewhere');
+    const j = JSON.parse(
+      cli([...args, '--trace', '--jaeger-url', base, '--logs-url', base, '--json']).stdout,
+    );
+    expect(j).toMatchObject({
+      calls: [],
+      callProblems: [expect.stringContaining('Jaeger'), expect.stringContaining('VictoriaLogs')],
+    });
   });
 
   it('escapes every value it echoes: a tenant or key with terminal control sequences', () => {
