@@ -122,6 +122,41 @@ export async function migrateCommand(
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/** A recorded step as the `steps` column keeps it (see src/ledger/run-row.ts). */
+interface StepRecordView {
+  status: string;
+  attempt: number;
+  result?: string | null;
+  error?: Record<string, unknown> | null;
+  startedAt?: string;
+  completedAt?: string;
+}
+
+/** A run's steps for support: status, attempt and times, results and errors scrubbed like the run's. */
+function stepsView(row: InspectRow) {
+  return Object.entries(row.steps ?? {}).map(([name, step]) => {
+    let result: unknown = null;
+    if (typeof step.result === 'string') {
+      try {
+        result = scrubValue(JSON.parse(step.result));
+      } catch {
+        result = scrubValue(step.result);
+      }
+    }
+    return {
+      name,
+      status: step.status,
+      // Started by an earlier attempt of a run still in flight (or marked unknown): its effect may have happened.
+      unknown: step.status === 'started' && (row.status === 'unknown' || step.attempt < row.attempt),
+      attempt: step.attempt,
+      startedAt: step.startedAt ?? null,
+      completedAt: step.completedAt ?? null,
+      result,
+      error: step.error ? scrubStoredError(step.error) : null,
+    };
+  });
+}
+
 interface InspectRow {
   id: string;
   tenant_id: string;
@@ -148,6 +183,7 @@ interface InspectRow {
   expires_at: Date;
   lease_lapsed: boolean | null;
   db_now: Date;
+  steps: Record<string, StepRecordView> | null;
 }
 
 /**
@@ -375,6 +411,7 @@ function describeRun(
     expiresAt: row.expires_at,
     result,
     error,
+    steps: stepsView(row),
     traceId: row.trace_id,
     spanId: row.span_id,
     jaegerUrl: jaeger,
@@ -420,6 +457,28 @@ function describeRun(
   }
   if (row.error_json !== null && row.error_json !== undefined) {
     lines.push('error (scrubbed):', indent(JSON.stringify(error, null, 2)));
+  }
+  if (data.steps.length > 0) {
+    lines.push(
+      'steps (results scrubbed):',
+      indent(
+        table(
+          ['STEP', 'STATUS', 'ATTEMPT', 'STARTED', 'COMPLETED', 'RESULT'],
+          data.steps.map((s) => [
+            s.name,
+            s.unknown ? 'started, never recorded: outcome unknown' : s.status,
+            String(s.attempt),
+            s.startedAt ?? '-',
+            s.completedAt ?? '-',
+            s.result === null
+              ? s.error
+                ? String((s.error as { message?: unknown }).message ?? '')
+                : '-'
+              : JSON.stringify(s.result),
+          ]),
+        ),
+      ),
+    );
   }
   return { data, text: lines.join('\n') };
 }

@@ -15,7 +15,9 @@ import {
 const DETAIL_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, final,
   attempt, lease_owner, lease_expires_at, result_json, error_json, job_id, trace_id, span_id, conflict_count,
   last_conflict_at, created_at, started_at, updated_at, completed_at, expires_at,
-  (status = 'in_progress' AND lease_expires_at <= now()) AS lease_lapsed, now() AS db_now`;
+  (status = 'in_progress' AND lease_expires_at <= now()) AS lease_lapsed, now() AS db_now,
+  -- Read through the row's JSON so the CLI still reads a schema from before migration 7, which has no such column.
+  to_jsonb(tool_runs.*) -> 'steps' AS steps`;
 
 /**
  * Runs by status, newest first. $1 status, $2 only lapsed leases, $3 tenant or null, $4 tool or null, $5 limit.

@@ -62,6 +62,17 @@ describe('settling unknown outcomes from the CLI', () => {
     expect(keys).toEqual(['k-failed', 'k-rerun', 'k-result']);
   });
 
+  it("inspect shows the run's steps, and which one's outcome is unknown", () => {
+    const shown = cli(['inspect', '--key', 'k-result']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/steps \(results scrubbed\):/);
+    expect(shown.stdout).toMatch(/charge\s+started, never recorded: outcome unknown\s+1/);
+    const json = JSON.parse(cli(['inspect', '--key', 'k-result', '--json']).stdout) as {
+      runs: { steps: { name: string; unknown: boolean }[] }[];
+    };
+    expect(json.runs[0]?.steps).toMatchObject([{ name: 'charge', unknown: true }]);
+  });
+
   it('settles with a result, a final failure or a rerun, and the next call follows it', async () => {
     // Act
     const result = cli([
