@@ -198,3 +198,30 @@ describe('mcpTraceMeta', () => {
     });
   });
 });
+
+describe('parseTraceparent', () => {
+  it('reads a W3C traceparent and refuses malformed, all-zero and version ff ones', async () => {
+    const { parseTraceparent } = await import('../../src/integrations/shared/call-attributes.js');
+    expect(parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'a=1')).toMatchObject({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+      traceFlags: 1,
+      isRemote: true,
+    });
+    // A later version may append fields; version 00 may not.
+    expect(
+      parseTraceparent('01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-extra')?.traceFlags,
+    ).toBe(0);
+    for (const bad of [
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra',
+      'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
+      '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01',
+      'x'.repeat(300),
+      42,
+    ]) {
+      expect(parseTraceparent(bad), String(bad)).toBeUndefined();
+    }
+  });
+});
