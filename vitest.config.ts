@@ -1,4 +1,24 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * The suites import the OpenTelemetry SDK 2.x packages (the devDependencies). On the 3.x line, which the
+ * newest-majors lane installs (.ci/newest.sh), sdk-trace-base is gone (sdk-trace replaces it) and the logs API is
+ * part of @opentelemetry/api 1.10: those imports are pointed at their 3.x homes, so the same tests run on both.
+ */
+function otel3Aliases(): Record<string, string> {
+  const require = createRequire(import.meta.url);
+  try {
+    require.resolve('@opentelemetry/sdk-trace-base');
+    return {};
+  } catch {
+    return {
+      '@opentelemetry/sdk-trace-base': new URL('./test/support/otel3/sdk-trace-base.mjs', import.meta.url)
+        .pathname,
+      '@opentelemetry/api-logs': '@opentelemetry/api',
+    };
+  }
+}
 
 // Two projects: `unit` needs no database, so `npm run test:unit` never starts Postgres; `db` is every suite that
 // talks to real Postgres, PGlite, child processes or real servers, and gets the Postgres global setup.
@@ -8,13 +28,16 @@ const shared = {
   hookTimeout: 120_000,
 } as const;
 
+const resolve = { alias: otel3Aliases() };
+
 export default defineConfig({
   test: {
     // Several suites start real servers and child processes; two cores is what CI has.
     maxWorkers: 2,
     projects: [
-      { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { resolve, test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       {
+        resolve,
         test: {
           ...shared,
           name: 'db',

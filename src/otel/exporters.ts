@@ -1,12 +1,10 @@
 import { createRequire } from 'node:module';
-import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { ConsoleLogRecordExporter, type LogRecordExporter } from '@opentelemetry/sdk-logs';
-import { ConsoleMetricExporter, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
-import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
+import type { PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ToolLedgerError } from '../contract/errors.js';
 import type { ExporterName, ProtocolChoice, Signal } from './env.js';
+import type { OtelSdk } from './sdk.js';
 
 interface ExporterKinds {
   traces: SpanExporter;
@@ -38,23 +36,15 @@ const PACKAGE: Record<Signal, Record<'http/protobuf' | 'grpc', string>> = {
   },
 };
 
-const HTTP_JSON: { [S in Signal]: Constructor<ExporterKinds[S]> } = {
-  traces: OTLPTraceExporter,
-  metrics: OTLPMetricExporter,
-  logs: OTLPLogExporter,
-};
-
-const CONSOLE: { [S in Signal]: Constructor<ExporterKinds[S]> } = {
-  traces: ConsoleSpanExporter,
-  metrics: ConsoleMetricExporter,
-  logs: ConsoleLogRecordExporter,
-};
-
 /**
  * The http/protobuf and grpc exporters are optional peers, loaded only when a protocol variable asks for them:
  * most applications never install them, and `startTelemetry` stays synchronous.
  */
-function loadOptional<S extends Signal>(signal: S, choice: ProtocolChoice): Constructor<ExporterKinds[S]> {
+function loadOptional<S extends Signal>(
+  sdk: OtelSdk,
+  signal: S,
+  choice: ProtocolChoice,
+): Constructor<ExporterKinds[S]> {
   const protocol = choice.protocol as 'http/protobuf' | 'grpc';
   const name = PACKAGE[signal][protocol];
   let loaded: Record<string, unknown>;
@@ -63,7 +53,7 @@ function loadOptional<S extends Signal>(signal: S, choice: ProtocolChoice): Cons
   } catch (error) {
     throw new ToolLedgerError(
       'CONFIG_INVALID',
-      `${choice.variable}=${protocol} needs the package ${name}, which could not be loaded; install it (npm install ${name}) or set ${choice.variable} to http/json.`,
+      `${choice.variable}=${protocol} needs the package ${name}, which could not be loaded; install it (npm install ${installSpec(sdk, name)}) or set ${choice.variable} to http/json.`,
       { cause: error },
     );
   }
@@ -71,14 +61,25 @@ function loadOptional<S extends Signal>(signal: S, choice: ProtocolChoice): Cons
   if (typeof exporter !== 'function') {
     throw new ToolLedgerError(
       'CONFIG_INVALID',
-      `${name} does not export ${CLASS_NAME[signal]}; install a release of the 0.2xx line that matches @opentelemetry/sdk-node.`,
+      `${name} does not export ${CLASS_NAME[signal]}; install the release that matches @opentelemetry/sdk-node: npm install ${installSpec(sdk, name)}`,
     );
   }
   return exporter as Constructor<ExporterKinds[S]>;
 }
 
-function otlpClass<S extends Signal>(signal: S, choice: ProtocolChoice): Constructor<ExporterKinds[S]> {
-  return choice.protocol === 'http/json' ? HTTP_JSON[signal] : loadOptional(signal, choice);
+/** The SDK 2.x exporters are the 0.2xx releases; a bare name would fetch the 3.x line's 0.30x. */
+function installSpec(sdk: OtelSdk, name: string): string {
+  return sdk.line === '2.x' ? `${name}@"<0.300"` : name;
+}
+
+function otlpClass<S extends Signal>(
+  sdk: OtelSdk,
+  signal: S,
+  choice: ProtocolChoice,
+): Constructor<ExporterKinds[S]> {
+  return choice.protocol === 'http/json'
+    ? (sdk.httpJson[signal] as Constructor<ExporterKinds[S]>)
+    : loadOptional(sdk, signal, choice);
 }
 
 /** An exporter and the name it was asked for by (console exporters want a processor that does not batch). */
@@ -95,13 +96,17 @@ export type Exporters = { readonly [S in Signal]: readonly NamedExporter<Exporte
  * any exporter is made, so a missing one fails the start with nothing half-built.
  */
 export function createExporters(
+  sdk: OtelSdk,
   protocols: Readonly<Record<Signal, ProtocolChoice>>,
   names: Readonly<Record<Signal, readonly ExporterName[]>>,
 ): Exporters {
   const classesOf = <S extends Signal>(signal: S) =>
     names[signal].map((name) => ({
       name,
-      Exporter: name === 'console' ? CONSOLE[signal] : otlpClass(signal, protocols[signal]),
+      Exporter:
+        name === 'console'
+          ? (sdk.console[signal] as Constructor<ExporterKinds[S]>)
+          : otlpClass(sdk, signal, protocols[signal]),
     }));
   const classes = { traces: classesOf('traces'), metrics: classesOf('metrics'), logs: classesOf('logs') };
   const build = <T>(list: readonly { name: ExporterName; Exporter: Constructor<T> }[]) =>

@@ -1,17 +1,13 @@
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
-import { logs } from '@opentelemetry/api-logs';
-import {
-  BatchLogRecordProcessor,
-  type LogRecordProcessor,
-  SimpleLogRecordProcessor,
-} from '@opentelemetry/sdk-logs';
-import { type IMetricReader, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { LogRecordProcessor } from '@opentelemetry/sdk-logs';
+import type { IMetricReader } from '@opentelemetry/sdk-metrics';
+import type { NodeSDKConfiguration } from '@opentelemetry/sdk-node';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ToolLedgerError } from '../contract/errors.js';
 import { type OtelEnv, readOtelEnv } from './env.js';
 import { createExporters } from './exporters.js';
 import { MemorySpans } from './memory-spans.js';
+import { loadSdk } from './sdk.js';
 import { formatSummary, type SpanSummary, summarizeSpan } from './summary.js';
 
 export type { SpanSummary } from './summary.js';
@@ -87,8 +83,11 @@ function describeExports(env: OtelEnv): string {
  * call, whenever they were created. Honours the standard `OTEL_*` variables, including `OTEL_SDK_DISABLED`,
  * `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`, `OTEL_BLRP_*`,
  * `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER`.
+ * Works with the SDK 3.x packages (sdk-node 0.30x, `sdk-trace`) and the 2.x ones (sdk-node 0.2xx, `sdk-trace-base`,
+ * `api-logs`), whichever the installed `@opentelemetry/api` pairs with; they are loaded here, not on import.
  * @throws ToolLedgerError CONFIG_INVALID when already running, for an exporter or OTLP protocol it cannot build,
- * or when the exporter package a protocol needs is not installed.
+ * or when an SDK package it needs (or the exporter package a protocol needs) is not installed; the message names
+ * the `npm install` line.
  */
 export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   if (running) {
@@ -98,6 +97,7 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
     );
   }
   const env = readOtelEnv();
+  const sdkParts = loadSdk();
   const serviceName = env.serviceName ?? options.serviceName;
   const requested = options.mode ?? 'auto';
   const exporting = env.hasOtlpEndpoint || env.exporterRequested;
@@ -110,16 +110,14 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
   if (memory) {
     spanProcessors.push(memory);
   } else {
-    const exporters = createExporters(env.protocols, env.exporters);
+    const exporters = createExporters(sdkParts, env.protocols, env.exporters);
     for (const { name, exporter } of exporters.traces) {
       // Console output is for looking at while developing: printed as each span ends, not in batches.
-      spanProcessors.push(
-        name === 'console' ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter),
-      );
+      spanProcessors.push(sdkParts.spanProcessor(name === 'console' ? 'simple' : 'batch', exporter));
     }
     for (const { exporter } of exporters.metrics) {
       metricReaders.push(
-        new PeriodicExportingMetricReader({
+        new sdkParts.PeriodicExportingMetricReader({
           exporter,
           exportIntervalMillis:
             options.metricExportIntervalMillis ?? env.metricExportIntervalMillis ?? 60_000,
@@ -131,14 +129,12 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
     }
     for (const { name, exporter } of exporters.logs) {
       logRecordProcessors.push(
-        name === 'console'
-          ? new SimpleLogRecordProcessor({ exporter })
-          : new BatchLogRecordProcessor({ exporter }),
+        sdkParts.logRecordProcessor(name === 'console' ? 'simple' : 'batch', exporter),
       );
     }
   }
 
-  const sdk = new NodeSDK({
+  const sdk = new sdkParts.NodeSDK({
     serviceName,
     spanProcessors,
     metricReaders,
@@ -161,7 +157,7 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
         // The SDK leaves its shut-down providers registered; clearing them lets a later startTelemetry() register.
         trace.disable();
         metrics.disable();
-        logs.disable();
+        sdkParts.disableLogs();
         propagation.disable();
         context.disable();
         if (running === telemetry) running = undefined;

@@ -52,6 +52,15 @@ function scripted(...steps: LanguageModelV3GenerateResult[]) {
   return { model, seen };
 }
 
+/**
+ * Generation options that hand each named tool the context: ai 7 reads `toolsContext[toolName]`, ai 6 reads the
+ * one `experimental_context`; each major ignores the other's option. Typed loosely because each major's types
+ * know only its own.
+ */
+function toolContext(names: readonly string[], context: Record<string, string>): object {
+  return { experimental_context: context, toolsContext: Object.fromEntries(names.map((n) => [n, context])) };
+}
+
 let ledger: Ledger;
 let sendEmail: LedgerTool<{ to: string; body: string }, { messageId: string }>;
 const deliveries: Array<{
@@ -110,7 +119,7 @@ describe('ledgerAiTool through generateText and the SDK mock model', () => {
       prompt: 'email ann',
       tools: { send_email: ledgerAiTool(sendEmail) },
       stopWhen: stepCountIs(5),
-      experimental_context: { conversationId: 'conv-42', tenant: 'acme' },
+      ...toolContext(['send_email'], { conversationId: 'conv-42', tenant: 'acme' }),
     });
     expect(result.text).toBe('done');
     expect(deliveries).toEqual([

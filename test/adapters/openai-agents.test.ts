@@ -109,21 +109,24 @@ describe('ledgerFunctionTool through the Agents SDK run loop with a scripted mod
 
   it('keys by the tool call id and takes tenant and user from the run context', async () => {
     deliveries.length = 0;
-    const model = new ScriptedModel([
-      callTool('call_a', { to: 'ann@example.test' }),
-      // The model repeats the same tool call (a retried turn): the ledger replays.
-      callTool('call_a', { to: 'ann@example.test' }),
-      say('sent'),
-    ]);
-    const agent = new Agent<AppContext>({
-      name: 'mailer',
-      model,
-      tools: [ledgerFunctionTool<AppContext>(sendEmail)],
-    });
-    const result = await run(agent, 'email ann', {
-      context: { conversationId: 'conv-1', tenant: 'acme', user: 'u-1' },
-    });
+    const context = { conversationId: 'conv-1', tenant: 'acme', user: 'u-1' };
+    const mailer = (model: ScriptedModel) =>
+      new Agent<AppContext>({ name: 'mailer', model, tools: [ledgerFunctionTool<AppContext>(sendEmail)] });
+    const result = await run(
+      mailer(new ScriptedModel([callTool('call_a', { to: 'ann@example.test' }), say('sent')])),
+      'email ann',
+      { context },
+    );
+    // The whole turn is retried (the worker died before the run was saved) and the model repeats the same tool
+    // call. A repeat inside one run never reaches the tool on @openai/agents 0.20, which suppresses a call id it
+    // has already answered; across runs only the ledger knows, and it replays.
+    const retried = await run(
+      mailer(new ScriptedModel([callTool('call_a', { to: 'ann@example.test' }), say('sent')])),
+      'email ann',
+      { context },
+    );
     expect(result.finalOutput).toBe('sent');
+    expect(retried.finalOutput).toBe('sent');
     expect(deliveries).toEqual([
       {
         to: 'ann@example.test',
@@ -132,7 +135,8 @@ describe('ledgerFunctionTool through the Agents SDK run loop with a scripted mod
         user: 'u-1',
       },
     ]);
-    const [first, again] = toolOutputs(result);
+    const [first] = toolOutputs(result);
+    const [again] = toolOutputs(retried);
     expect(JSON.parse(first!)).toEqual({ messageId: 'm_1' });
     // The repeated call replays, and the model reads so before the original result.
     expect(again).toMatch(
@@ -189,29 +193,37 @@ describe('ledgerFunctionTool through the Agents SDK run loop with a scripted mod
   });
 
   it('tells the model what to do about ledger errors, led by the code', async () => {
-    const model = new ScriptedModel([
-      callTool('call_x', { to: 'cy@example.test' }),
-      callTool('call_x', { to: 'dee@example.test' }),
-      callTool('call_y', { to: 42 }),
-      callTool('call_z', { to: 'blocked@example.test' }),
-      say('ok'),
-    ]);
-    const agent = new Agent<AppContext>({
-      name: 'mailer',
-      model,
-      tools: [ledgerFunctionTool<AppContext>(sendEmail)],
-    });
-    const result = await run(agent, 'email', {
-      context: { conversationId: 'conv-3', tenant: 'acme', user: 'u-1' },
-    });
+    const context = { conversationId: 'conv-3', tenant: 'acme', user: 'u-1' };
+    const mailer = (model: ScriptedModel) =>
+      new Agent<AppContext>({ name: 'mailer', model, tools: [ledgerFunctionTool<AppContext>(sendEmail)] });
+    await run(
+      mailer(new ScriptedModel([callTool('call_x', { to: 'cy@example.test' }), say('ok')])),
+      'email',
+      {
+        context,
+      },
+    );
+    // A later run reuses the call id with other arguments (the SDK refuses that only within one run).
+    const result = await run(
+      mailer(
+        new ScriptedModel([
+          callTool('call_x', { to: 'dee@example.test' }),
+          callTool('call_y', { to: 42 }),
+          callTool('call_z', { to: 'blocked@example.test' }),
+          say('ok'),
+        ]),
+      ),
+      'email',
+      { context },
+    );
     const outputs = toolOutputs(result);
     // The model sent no key: the error speaks of the tool call, not of an idempotency_key it never saw.
-    expect(outputs[1]).toMatch(
+    expect(outputs[0]).toMatch(
       /^KEY_REUSED: This tool call was already carried out with different arguments\./,
     );
-    expect(outputs[1]).not.toContain('idempotency_key');
-    expect(outputs[2]).toMatch(/^INPUT_INVALID: .*to: /);
-    expect(outputs[3]).toMatch(
+    expect(outputs[0]).not.toContain('idempotency_key');
+    expect(outputs[1]).toMatch(/^INPUT_INVALID: .*to: /);
+    expect(outputs[2]).toMatch(
       /^TOOL_FAILED \(blocked\): Recipient is blocked\. send_email did not complete this request, and this is final for this tool call\./,
     );
   });

@@ -1,11 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import * as otelApi from '@opentelemetry/api';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
 
 const root = join(import.meta.dirname, '../..');
 const fixtures = join(import.meta.dirname, 'fixtures');
+/** The SDK line installed: @opentelemetry/api 1.10, which has the logs API, is the 3.x packages'. */
+const line3 = 'logs' in otelApi && otelApi.logs !== undefined;
+/** How the bootstrap's install hints spell a package of the installed line (2.x ones need a version range). */
+const spec = (name: string, range2: string) => (line3 ? name : `${name}@"${range2}"`);
 
 function line(output: string, tag: string): unknown {
   const found = output.split('\n').find((l) => l.startsWith(`${tag} `));
@@ -76,10 +81,26 @@ describe('the built package, imported by name', () => {
     expect(line(run('@opentelemetry/exporter-metrics-otlp-grpc'), 'FAILED')).toEqual({
       code: 'CONFIG_INVALID',
       message: expect.stringContaining(
-        'OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the package @opentelemetry/exporter-metrics-otlp-grpc, which could not be loaded; install it (npm install @opentelemetry/exporter-metrics-otlp-grpc) or set OTEL_EXPORTER_OTLP_PROTOCOL to http/json.',
+        `OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the package @opentelemetry/exporter-metrics-otlp-grpc, which could not be loaded; install it (npm install ${spec('@opentelemetry/exporter-metrics-otlp-grpc', '<0.300')}) or set OTEL_EXPORTER_OTLP_PROTOCOL to http/json.`,
       ),
     });
     expect(line(run(''), 'STARTED')).toContain('traces otlp (grpc), metrics otlp (grpc), logs otlp (grpc)');
+  });
+
+  it('names the npm install line when an SDK package the bootstrap needs is missing, instead of a bare ERR_MODULE_NOT_FOUND', () => {
+    const output = execFileSync(
+      process.execPath,
+      ['--require', join(fixtures, 'hide-packages.cjs'), join(fixtures, 'start-otel.mjs')],
+      {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, HIDE_PACKAGES: '@opentelemetry/sdk-node,@opentelemetry/sdk-logs' },
+      },
+    );
+    expect(line(output, 'FAILED')).toEqual({
+      code: 'CONFIG_INVALID',
+      message: `tool-ledger/otel needs the OpenTelemetry SDK packages @opentelemetry/sdk-node, @opentelemetry/sdk-logs (the SDK ${line3 ? '3.x' : '2.x'} line, chosen from what is installed), which could not be found; install them: npm install ${spec('@opentelemetry/sdk-node', '<0.300')} ${spec('@opentelemetry/sdk-logs', '<1')}`,
+    });
   });
 
   it('prints spans to the console when OTEL_TRACES_EXPORTER=console, with no OTLP endpoint set', () => {

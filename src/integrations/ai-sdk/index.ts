@@ -1,4 +1,4 @@
 // Public API of `tool-ledger/ai-sdk`. Every export here is public and follows semver.
 
-export type { AiSdkResolver, LedgerAiToolOptions } from './tool.js';
+export type { AiSdkExecution, AiSdkResolver, LedgerAiToolOptions } from './tool.js';
 export { ledgerAiTool } from './tool.js';

@@ -1,4 +1,4 @@
-import { jsonSchema, type Tool, type ToolExecutionOptions, tool } from 'ai';
+import { jsonSchema, type Tool, tool } from 'ai';
 import { ToolLedgerError } from '../../contract/errors.js';
 import type { CallContext } from '../../contract/types.js';
 import {
@@ -12,8 +12,25 @@ import {
 import { ReplayNotes, withModelMessage } from '../shared/model-error.js';
 import { errorText, replayNotice, type TextSubject } from '../shared/model-text.js';
 
-/** Resolves a value from the tool call (its id, messages and the `experimental_context` of the generation). */
-export type AiSdkResolver = Resolver<[options: ToolExecutionOptions]>;
+/**
+ * What the SDK passes a tool's `execute` besides its input, as far as this adapter reads it. Declared here rather
+ * than taken from `ai`, whose `ToolExecutionOptions` became generic in 7: one type for both majors.
+ */
+export interface AiSdkExecution {
+  /** The model's id for this tool call. */
+  readonly toolCallId: string;
+  readonly abortSignal?: AbortSignal | undefined;
+  /** `ai` 7: this tool's entry of the generation's `toolsContext` (`toolsContext: { [toolName]: {...} }`). */
+  readonly context?: unknown;
+  /** `ai` 6: the generation's `experimental_context` (shared by every tool). */
+  readonly experimental_context?: unknown;
+}
+
+/**
+ * Resolves a value from the tool call: its id and its context (`toolsContext[toolName]` on `ai` 7,
+ * `experimental_context` on `ai` 6).
+ */
+export type AiSdkResolver = Resolver<[options: AiSdkExecution]>;
 
 /** Options of `ledgerAiTool`. */
 export interface LedgerAiToolOptions {
@@ -21,17 +38,17 @@ export interface LedgerAiToolOptions {
    * The conversation (chat, thread, run) the call belongs to: with the tool call id it names the intent, so a
    * retried or resumed generation that replays the same tool call reuses the key. Must be persisted with the
    * conversation. A string, or a resolver.
-   * @default reads `conversationId` from `experimental_context`
+   * @default reads `conversationId` from the tool's context (`toolsContext[toolName]` on ai 7, `experimental_context` on ai 6)
    */
   readonly conversationId?: string | AiSdkResolver;
   /**
    * Tenant that scopes keys.
-   * @default reads `tenant` from `experimental_context`, else the ledger's `default`
+   * @default reads `tenant` from the tool's context, else the ledger's `default`
    */
   readonly tenant?: string | AiSdkResolver;
   /**
    * End user on whose behalf the call runs.
-   * @default reads `user` from `experimental_context`
+   * @default reads `user` from the tool's context
    */
   readonly user?: string | AiSdkResolver;
   /**
@@ -46,13 +63,21 @@ export interface LedgerAiToolOptions {
   readonly inputJsonSchema?: Record<string, unknown>;
 }
 
+/**
+ * The context a generation gave this tool: ai 7 hands each tool its own entry of `toolsContext` as `context`
+ * (undefined when the caller gave none); ai 6 has one `experimental_context` for all tools.
+ */
+function toolContext(options: AiSdkExecution): unknown {
+  return options.context ?? options.experimental_context;
+}
+
 const fromContext =
   (field: string): AiSdkResolver =>
   (options) =>
-    stringField(options.experimental_context, field);
+    stringField(toolContext(options), field);
 
 /**
- * Wraps a ledger tool as a Vercel AI SDK (v6) `tool()`. The idempotency key is derived from the conversation id
+ * Wraps a ledger tool as a Vercel AI SDK (`ai` 6 or 7) `tool()`. The idempotency key is derived from the conversation id
  * and the model's tool call id, so the model never handles keys: a generation that is retried or resumed with
  * the same tool call gets the original result instead of running the action again, and the model reads a
  * sentence saying it was a replay.
@@ -86,7 +111,8 @@ export function ledgerAiTool(
     ...(described.title === undefined ? {} : { title: described.title }),
     // No validator here: the ledger tool validates, so bad input comes back as INPUT_INVALID with its code.
     inputSchema: jsonSchema<Record<string, unknown>>(described.schema),
-    async execute(input, execution) {
+    async execute(input, executionOptions) {
+      const execution = executionOptions as AiSdkExecution;
       try {
         let key: string | undefined;
         if (ledgerTool.kind !== 'read') {
@@ -95,7 +121,7 @@ export function ledgerAiTool(
             // Not a key from the tool call id alone: mock and some real providers reuse ids across conversations.
             throw new ToolLedgerError(
               'KEY_REQUIRED',
-              `Tool "${name}" needs a conversation id to derive its idempotency key: pass ledgerAiTool(tool, { conversationId }) or experimental_context: { conversationId }.`,
+              `Tool "${name}" needs a conversation id to derive its idempotency key: pass ledgerAiTool(tool, { conversationId }), or give the generation toolsContext: { ${JSON.stringify(name)}: { conversationId } } (ai 7) or experimental_context: { conversationId } (ai 6).`,
             );
           }
           key = runnerKey(conversation, execution.toolCallId, name);

@@ -22,9 +22,22 @@ export interface McpRequestIds {
   readonly transport?: string | undefined;
 }
 
+/**
+ * The first revision without protocol sessions. From it on the MCP conventions leave `mcp.session.id` out: a
+ * request stands alone, and whatever id a transport still carries does not name a protocol session.
+ */
+export const STATELESS_PROTOCOL_VERSION = '2026-07-28';
+
+/** True for a revision older than 2026-07-28 (revisions are dates, so they compare as strings); unknown counts as old. */
+export function hasProtocolSessions(protocolVersion: string | undefined): boolean {
+  return protocolVersion === undefined || protocolVersion < STATELESS_PROTOCOL_VERSION;
+}
+
 export function mcpCallAttributes(request: McpRequestIds | undefined): Attributes {
   const attributes: Attributes = { [MCP_ATTR.METHOD_NAME]: MCP_METHOD_TOOLS_CALL };
-  if (request?.sessionId) attributes[MCP_ATTR.SESSION_ID] = request.sessionId;
+  if (request?.sessionId && hasProtocolSessions(request.protocolVersion)) {
+    attributes[MCP_ATTR.SESSION_ID] = request.sessionId;
+  }
   if (request?.requestId !== undefined) attributes[MCP_ATTR.JSONRPC_REQUEST_ID] = String(request.requestId);
   if (request?.protocolVersion) attributes[MCP_ATTR.PROTOCOL_VERSION] = request.protocolVersion;
   if (request?.transport) attributes[MCP_ATTR.NETWORK_TRANSPORT] = request.transport;

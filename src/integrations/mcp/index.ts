@@ -1,5 +1,5 @@
 // Public API of `tool-ledger/mcp`. Every export here is public and follows semver.
-export { MCP_ATTR } from './attributes.js';
+export { MCP_ATTR, STATELESS_PROTOCOL_VERSION } from './attributes.js';
 export {
   keyArgumentDescription,
   MCP_CALL_META_KEY,
@@ -7,6 +7,8 @@ export {
   MCP_KEY_META_KEY,
   registerMcpTool,
 } from './register.js';
+export type { McpTraceMeta } from './trace-meta.js';
+export { mcpTraceMeta, withMcpTraceMeta } from './trace-meta.js';
 export type {
   McpAuthInfo,
   McpRequestExtra,
