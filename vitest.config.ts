@@ -30,22 +30,35 @@ const shared = {
 
 const resolve = { alias: otel3Aliases() };
 
+// The native operations stack end to end, with its five-minute alert drill: only `npm run test:stack` runs it
+// (it sets TOOL_LEDGER_STACK_TEST=1), never plain `npm test`, even on a machine where the stack is built.
+// Further files of that kind are named `*.stack.test.ts`.
+const STACK_TESTS = ['test/ops/stack.test.ts', 'test/**/*.stack.test.ts'];
+const stackOnly = process.env.TOOL_LEDGER_STACK_TEST === '1';
+
 export default defineConfig({
   test: {
     // Several suites start real servers and child processes; two cores is what CI has.
     maxWorkers: 2,
-    projects: [
-      { resolve, test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      {
-        resolve,
-        test: {
-          ...shared,
-          name: 'db',
-          include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**'],
-          globalSetup: ['test/setup/postgres.ts'],
-        },
-      },
-    ],
+    projects: stackOnly
+      ? [
+          {
+            resolve,
+            test: { ...shared, name: 'stack', include: STACK_TESTS, globalSetup: ['test/setup/postgres.ts'] },
+          },
+        ]
+      : [
+          { resolve, test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+          {
+            resolve,
+            test: {
+              ...shared,
+              name: 'db',
+              include: ['test/**/*.test.ts'],
+              exclude: ['test/unit/**', ...STACK_TESTS],
+              globalSetup: ['test/setup/postgres.ts'],
+            },
+          },
+        ],
   },
 });

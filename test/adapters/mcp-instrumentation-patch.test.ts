@@ -13,6 +13,7 @@ import { createLedger, type Ledger } from '../../src/index.js';
 import { registerMcpTool } from '../../src/integrations/mcp/index.js';
 import { ToolLedgerMcpInstrumentation } from '../../src/integrations/mcp-instrumentation/index.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
+import { catchWarnings } from '../support/warnings.js';
 
 // In-process checks of the patch itself. vitest loads modules through its own loader, which the require and
 // import hooks do not see, so the module definition's patch is applied to the SDK's exports by hand here; the
@@ -36,6 +37,11 @@ async function connect(server: mcp.McpServer): Promise<Client> {
 
 const spanNames = () => harness.finishedSpans().map((s) => s.name);
 
+// The test worker is an ES module process started without a loader hook, so enable() warns that ES module
+// imports are not patched: true, and the reason the patch is applied by hand here. mcp-instrumentation.test.ts
+// asserts that warning in real processes; here it is caught, not printed.
+const noHookWarning = catchWarnings('TOOL_LEDGER_MCP_NO_LOADER_HOOK');
+
 beforeAll(async () => {
   // As any SDK setup does; without a context manager, context values (the MCP attributes) cannot flow.
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -55,6 +61,7 @@ afterAll(async () => {
   await ledger?.close();
   await harness.shutdown();
   context.disable();
+  noHookWarning.restore();
 });
 
 describe('ToolLedgerMcpInstrumentation patch', () => {

@@ -68,7 +68,10 @@ export const sharedCorpus: PiiCorpus | undefined = existsSync(SHARED_CORPUS_PATH
 export const SHARED_CORPUS_SUITE = `shared corpus (${SHARED_CORPUS_PATH}; skipped when absent)`;
 
 if (sharedCorpus === undefined) {
-  console.info(`[pii-corpus] ${SHARED_CORPUS_PATH} is absent: the shared-corpus suites are skipped`);
+  // One line on stderr, like test/support/requires.ts's skips (console.info would come wrapped in vitest's header).
+  process.stderr.write(
+    `SKIPPED the shared-corpus suites: ${SHARED_CORPUS_PATH} is absent (a team checkout only).\n`,
+  );
 }
 
 /** Stands in for the shared corpus while a skipped suite is collected. */
