@@ -1,6 +1,12 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { ToolLedgerError } from './contract/errors.js';
-import type { HandlerContext, ToolKind, ToolOptions } from './contract/types.js';
+import type {
+  HandlerContext,
+  ToolKind,
+  ToolOptions,
+  UnknownOutcomeRule,
+  UnknownRunContext,
+} from './contract/types.js';
 import type { PgPoolLike } from './ledger/drivers/pg.js';
 import type { PGliteLike } from './ledger/drivers/pglite.js';
 import { isValidSchemaName } from './ledger/sql.js';
@@ -222,6 +228,7 @@ const TOOL_OPTION_NAMES = {
   leaseSeconds: true,
   waitSeconds: true,
   ttlSeconds: true,
+  onUnknown: true,
 } as const satisfies Record<keyof ToolOptions<undefined, unknown>, true>;
 
 // postgres:// and postgresql:// URLs, libpq keyword strings ("host=... dbname=...") and socket paths.
@@ -375,6 +382,7 @@ export interface ResolvedToolConfig {
   readonly isFinalError: (error: unknown) => boolean;
   /** Whether a claim may take over a lapsed lease (jobs may opt out with `resumeAbandoned: false`). */
   readonly allowLeaseTakeover: boolean;
+  readonly onUnknown: UnknownOutcomeRule<UnknownRunContext, unknown>;
 }
 
 const never = () => false;
@@ -405,6 +413,15 @@ export function resolveToolConfig(
   if (definition.transactional && definition.kind !== 'mutation') {
     throw invalid(`Tool "${name}": transactional is only supported for kind 'mutation'.`);
   }
+  const onUnknown = definition.onUnknown ?? 'rerun';
+  if (onUnknown !== 'rerun' && onUnknown !== 'fail' && typeof onUnknown !== 'function') {
+    throw invalid(
+      `Tool "${name}" has onUnknown ${JSON.stringify(onUnknown)}; use 'rerun', 'fail' or a function that looks the outcome up.`,
+    );
+  }
+  if (definition.onUnknown !== undefined && definition.kind === 'read') {
+    throw invalid(`Tool "${name}": onUnknown is for mutations and jobs; a read tool has no outcome to lose.`);
+  }
   return Object.freeze({
     name,
     kind: definition.kind,
@@ -426,6 +443,7 @@ export function resolveToolConfig(
     transactional: definition.transactional === true,
     isFinalError: definition.isFinalError ?? never,
     allowLeaseTakeover: definition.kind !== 'job' || definition.resumeAbandoned !== false,
+    onUnknown,
   });
 }
 

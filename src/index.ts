@@ -8,7 +8,13 @@ export type {
   ToolLedgerErrorOptions,
   ValidationIssue,
 } from './contract/errors.js';
-export { ErrorCode, isToolLedgerError, ToolFailure, ToolLedgerError } from './contract/errors.js';
+export {
+  ErrorCode,
+  isToolLedgerError,
+  OutcomeUnknownError,
+  ToolFailure,
+  ToolLedgerError,
+} from './contract/errors.js';
 export { MAX_KEY_LENGTH } from './contract/keys.js';
 export type {
   CallContext,
@@ -19,10 +25,14 @@ export type {
   Outcome,
   Queryable,
   RejectedReason,
+  StepContext,
+  StepOptions,
   StoredError,
   ToolHandler,
   ToolKind,
   ToolOptions,
+  UnknownOutcomeRule,
+  UnknownRunContext,
 } from './contract/types.js';
 export type { CloseOptions, Ledger, PurgeOptions } from './create-ledger.js';
 export { createLedger } from './create-ledger.js';

@@ -14,6 +14,7 @@ export const ErrorCode = {
   TOOL_FAILED: 'TOOL_FAILED',
   CONFIG_INVALID: 'CONFIG_INVALID',
   LEDGER_CLOSED: 'LEDGER_CLOSED',
+  OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -31,6 +32,7 @@ const RETRYABLE: Readonly<Record<ErrorCode, boolean>> = {
   TOOL_FAILED: false,
   CONFIG_INVALID: false,
   LEDGER_CLOSED: false,
+  OUTCOME_UNKNOWN: false,
 };
 
 /** Why a same-key call was refused as a caller bug. */
@@ -128,6 +130,20 @@ export class ToolFailure extends ToolLedgerError {
       ...(this.reason === undefined ? {} : { reason: this.reason }),
       ...(this.details === undefined ? {} : { details: this.details }),
     };
+  }
+}
+
+/**
+ * Thrown by a handler or a step to say that its effect may or may not have happened: the request left, and no
+ * answer came back (the connection died after sending, a provider timed out). The ledger does not guess: the
+ * tool's or step's `onUnknown` rule decides at once, as it would for an attempt that crashed mid-effect. With
+ * `'fail'` the call ends with this code and the row waits for an operator (`tool-ledger resolve`).
+ */
+export class OutcomeUnknownError extends ToolLedgerError {
+  override readonly name: string = 'OutcomeUnknownError';
+
+  constructor(message: string, options: { readonly cause?: unknown } = {}) {
+    super(ErrorCode.OUTCOME_UNKNOWN, message, { cause: options.cause, retryable: false });
   }
 }
 

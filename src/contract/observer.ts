@@ -43,9 +43,27 @@ export interface CallScope {
   /** The handler starts or stops running in this process (in-flight gauge). */
   handlerStarted(): void;
   handlerFinished(): void;
+  /** A recorded step starts (`ctx.step`); its scope is ended exactly once with how the step went. */
+  startStep(name: string): StepScope;
   /** Exactly one decision ends every call. */
   end(decision: Decision): void;
 }
+
+/**
+ * How one step ended: `executed` (its function ran and the result was saved), `replayed` (an earlier attempt's
+ * saved result), `looked_up` (its outcome was unknown and the lookup found it), `unknown` (its outcome was
+ * unknown and the rule was `'fail'`), `failed` (its function threw, or saving its result failed).
+ */
+export const STEP_OUTCOMES = ['executed', 'replayed', 'looked_up', 'unknown', 'failed'] as const;
+export type StepOutcome = (typeof STEP_OUTCOMES)[number];
+
+export interface StepScope {
+  /** Runs `fn` with the step's span as the active context. */
+  run<T>(fn: () => T): T;
+  end(outcome: StepOutcome, error?: unknown, result?: unknown): void;
+}
+
+export const NOOP_STEP_SCOPE: StepScope = { run: (fn) => fn(), end: () => {} };
 
 export interface Decision {
   readonly outcome: Outcome;
@@ -75,6 +93,7 @@ export const NOOP_SCOPE: CallScope = {
   recordLedgerOperation: () => {},
   handlerStarted: () => {},
   handlerFinished: () => {},
+  startStep: () => NOOP_STEP_SCOPE,
   end: () => {},
 };
 

@@ -11,6 +11,7 @@ export const OUTCOMES = [
   'conflict',
   'in_progress',
   'rejected',
+  'unknown',
 ] as const;
 
 /** Every decision a call can end in. Shared by reports, spans, logs and metrics. */
@@ -70,6 +71,12 @@ export const OUTCOME_INFO = {
     ranHandler: false,
     severity: 'WARN',
     text: 'refused before the ledger was touched (missing or invalid key, context or input)',
+  },
+  unknown: {
+    success: false,
+    ranHandler: false,
+    severity: 'ERROR',
+    text: 'an earlier attempt was interrupted mid-effect and its outcome is unknown; an operator settles it',
   },
 } as const satisfies Record<Outcome, OutcomeInfo>;
 

@@ -59,6 +59,58 @@ export interface HandlerContext {
   readonly db: Queryable | undefined;
   /** Extends the lease now. Leases are also renewed automatically, `leaseSeconds / 3` after the last renewal (at most `leaseSeconds / 2`). */
   renewLease(): Promise<void>;
+  /**
+   * Runs one recorded step of this execution: an effect outside the database, such as a charge or an e-mail.
+   * `fn`'s JSON result is saved in the ledger before `step` returns; a later attempt of the same run (a takeover
+   * after a crash or a lost lease) gets the saved result back without calling `fn` again. A step that started
+   * and never recorded a result has an unknown outcome, which `options.onUnknown` settles (default `'fail'`).
+   * Step names are unique within a tool's handler; the same name in one run returns the same recorded step.
+   */
+  step<T>(
+    name: string,
+    fn: (step: StepContext) => T | Promise<T>,
+    options?: StepOptions<T>,
+  ): Promise<JsonForm<T>>;
+}
+
+/** What a step's function (and its `onUnknown` lookup) receives. */
+export interface StepContext {
+  /** The step's name, as passed to `ctx.step`. */
+  readonly name: string;
+  /**
+   * A provider idempotency key for this step: the same on every attempt of this run, and different for every
+   * tenant, tool, idempotency key and step name (`tl_` and 43 base64url characters; no personal data). Pass it to
+   * a provider that dedupes by key, such as Stripe's `Idempotency-Key`.
+   */
+  readonly key: string;
+  /** The attempt of the run this step runs (or is looked up) in. */
+  readonly attempt: number;
+  /** The handler's signal: aborted when the lease is lost or the ledger closes. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * What an attempt does when an earlier attempt's effect has an unknown outcome (it started and never recorded
+ * a result: a crash, a lost lease, a dead network, or an `OutcomeUnknownError`):
+ * - `'rerun'`: run it again. Right when repeating is harmless, for example when it passes its key to a provider
+ *   that dedupes.
+ * - `'fail'`: end the call with a final `OUTCOME_UNKNOWN`; the row keeps status `unknown` until an operator
+ *   settles it with `tool-ledger resolve`.
+ * - a function that asks the provider: a value is taken as the result, `undefined` means the effect did not
+ *   happen, so it runs.
+ */
+export type UnknownOutcomeRule<TContext, TValue> =
+  | 'rerun'
+  | 'fail'
+  | ((context: TContext) => Promise<TValue | undefined> | TValue | undefined);
+
+/** Options of one `ctx.step`. */
+export interface StepOptions<T> {
+  /**
+   * What a later attempt does when this step started and never recorded a result.
+   * @default 'fail'
+   */
+  readonly onUnknown?: UnknownOutcomeRule<StepContext, T>;
 }
 
 /** What a `transactional: true` handler receives: `db` is always the transaction's client. */
@@ -118,6 +170,24 @@ export interface ToolOptions<
   readonly waitSeconds?: number;
   /** Per-tool override of the ledger's `ttlSeconds`. */
   readonly ttlSeconds?: number;
+  /**
+   * What a takeover does when the previous attempt held the key and never recorded an outcome (it crashed, or
+   * lost its lease, mid-handler), and that attempt recorded no steps; steps settle their own unknowns. A lookup
+   * receives the handler's context and the validated input. `'rerun'` keeps the behaviour of earlier versions.
+   * @default 'rerun'
+   */
+  readonly onUnknown?: UnknownOutcomeRule<UnknownRunContext, unknown>;
+}
+
+/** What a tool's `onUnknown` lookup receives: who called, and the validated input of the run. */
+export interface UnknownRunContext {
+  readonly tool: string;
+  readonly tenant: string;
+  readonly key: string;
+  readonly user: string | undefined;
+  /** The attempt that is deciding (the interrupted one was `attempt - 1`). */
+  readonly attempt: number;
+  readonly input: unknown;
 }
 
 export type InputOf<TSchema> = TSchema extends StandardSchemaV1
@@ -143,7 +213,7 @@ export type JsonForm<T> = T extends { toJSON(...args: never[]): infer R }
           ? { -readonly [K in keyof T as JsonForm<T[K]> extends never ? never : K]: JsonForm<T[K]> }
           : unknown;
 
-export type JobState = 'running' | 'succeeded' | 'failed' | 'abandoned';
+export type JobState = 'running' | 'succeeded' | 'failed' | 'abandoned' | 'unknown';
 
 /** What a job call returns: at once on the first call, and the current state on every retry. */
 export interface JobStatus<TResult = unknown> {

@@ -1,4 +1,4 @@
-import { forgottenTable, quoteIdent, runsTable, settingsTable } from './sql.js';
+import { forgottenTable, quoteIdent, resolvedTable, runsTable, settingsTable } from './sql.js';
 
 export interface Migration {
   readonly version: number;
@@ -112,6 +112,35 @@ COMMENT ON TABLE ${t} IS 'tool-ledger: per-deployment settings, such as the secr
       const t = runsTable(schema);
       return `ALTER TABLE ${t} DROP CONSTRAINT IF EXISTS tool_runs_status_check;
 ALTER TABLE ${t} DROP CONSTRAINT IF EXISTS tool_runs_attempt_check`;
+    },
+  },
+  {
+    version: 7,
+    name: 'tool_runs_steps',
+    // Recorded steps (`ctx.step`) live on their run's row: they expire and are purged with it, a takeover reads
+    // them in its claim, and no index covers them, so recording one is a HOT update. `step_token` is drawn at a
+    // run's first step and makes its provider keys differ from those of a later run of the same key (after the
+    // TTL). Status 'unknown' (an interrupted effect waiting for an operator) needs no DDL since migration 6.
+    // The audit of `tool-ledger resolve` mirrors that of forget.
+    up: (schema) => {
+      const t = runsTable(schema);
+      const r = resolvedTable(schema);
+      return `ALTER TABLE ${t} ADD COLUMN steps jsonb;
+ALTER TABLE ${t} ADD COLUMN step_token text;
+COMMENT ON COLUMN ${t}.steps IS 'tool-ledger: recorded steps of the run, by step name';
+CREATE TABLE ${r} (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  run_id bigint NOT NULL,
+  tenant_id text NOT NULL,
+  tool_name text NOT NULL,
+  key_attribute text NOT NULL,
+  key_value text NOT NULL,
+  resolution text NOT NULL,
+  resolved_by text NOT NULL,
+  resolved_at timestamptz NOT NULL DEFAULT now(),
+  reason text
+);
+COMMENT ON TABLE ${r} IS 'tool-ledger: unknown outcomes settled by tool-ledger resolve, with who, when and how'`;
     },
   },
 ];

@@ -1,6 +1,19 @@
 import type { StoredError } from '../contract/types.js';
 
-export type RunStatus = 'in_progress' | 'succeeded' | 'failed';
+/** `unknown`: an attempt was interrupted mid-effect and the rule was `'fail'`; an operator settles it. */
+export type RunStatus = 'in_progress' | 'succeeded' | 'failed' | 'unknown';
+
+/** One recorded step of a run, as the `steps` column keeps it. */
+export interface StepRecord {
+  readonly status: 'started' | 'succeeded' | 'failed';
+  /** The attempt that wrote this record. */
+  readonly attempt: number;
+  /** The result as JSON text, once succeeded. */
+  readonly result?: string | null;
+  readonly error?: StoredError | null;
+  readonly startedAt?: string;
+  readonly completedAt?: string;
+}
 
 /**
  * What the ledger's statements read of a `tool_runs` row. Internal. Only what a call acts on: the key's columns are
@@ -40,6 +53,12 @@ export interface ClaimRow extends RunRow {
   readonly takeover_due: boolean;
   /** This claim registered the caller as waiting on the run in flight, so its completion will notify. */
   readonly waiting: boolean;
+  /** The run's recorded steps, for a run in flight (a takeover, or a lost claim taken back); else null. */
+  readonly steps: Readonly<Record<string, StepRecord>> | null;
+  /** The run's step token, drawn at its first step; null before. */
+  readonly step_token: string | null;
+  /** A `taken` row whose previous attempt held the key and never recorded an outcome (its lease lapsed). */
+  readonly lapsed: boolean;
 }
 
 /** Milliseconds until the lease lapses by the database clock; for how long to wait, never for a rule. */

@@ -22,6 +22,11 @@ export function forgottenTable(schema: string): string {
   return `${quoteIdent(schema)}.tool_runs_forgotten`;
 }
 
+/** The audit of `tool-ledger resolve`: who settled which unknown outcome, when and how (migration 7). */
+export function resolvedTable(schema: string): string {
+  return `${quoteIdent(schema)}.tool_runs_resolved`;
+}
+
 /** Per-deployment settings (migration 4): today only the key-hash secret telemetry and the CLI share. */
 export function settingsTable(schema: string): string {
   return `${quoteIdent(schema)}.tool_ledger_settings`;
@@ -124,7 +129,9 @@ export function claimSql(schema: string): string {
     result_json = NULL, error_json = NULL, trace_id = $9::text, span_id = $10::text,
     started_at = now(), updated_at = now(), completed_at = NULL,
     expires_at = now() + make_interval(secs => $8::float8),
-    waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END
+    waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END,
+    steps = CASE WHEN ${expired('e')} THEN NULL ELSE r.steps END,
+    step_token = CASE WHEN ${expired('e')} THEN NULL ELSE r.step_token END
   FROM existing e
   WHERE r.id = e.id AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
@@ -136,12 +143,18 @@ export function claimSql(schema: string): string {
     AND r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text
   RETURNING r.id
 )
-SELECT 'inserted' AS claim, ${RUN_COLUMNS('inserted')}, false AS takeover_due, false AS waiting FROM inserted
+SELECT 'inserted' AS claim, ${RUN_COLUMNS('inserted')}, false AS takeover_due, false AS waiting,
+  NULL::jsonb AS steps, NULL::text AS step_token, false AS lapsed FROM inserted
 UNION ALL
-SELECT 'taken' AS claim, ${RUN_COLUMNS('taken')}, false AS takeover_due, false AS waiting FROM taken
+SELECT 'taken' AS claim, ${RUN_COLUMNS('taken')}, false AS takeover_due, false AS waiting, taken.steps,
+  taken.step_token, EXISTS (SELECT 1 FROM existing e WHERE e.status = 'in_progress' AND NOT ${expired('e')}) AS lapsed
+FROM taken
 UNION ALL
 SELECT 'existing' AS claim, ${RUN_COLUMNS('existing')}, ${TAKEOVER('existing')} AS takeover_due,
-  EXISTS (SELECT 1 FROM registered) AS waiting
+  EXISTS (SELECT 1 FROM registered) AS waiting,
+  -- Only a run in flight needs its steps (a lost claim taken back); replays never ship them.
+  CASE WHEN existing.status = 'in_progress' THEN existing.steps END AS steps,
+  CASE WHEN existing.status = 'in_progress' THEN existing.step_token END AS step_token, false AS lapsed
 FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 }
 
@@ -180,6 +193,34 @@ export function completeSql(schema: string): string {
 SELECT ${epochMs('completed_at')} AS completed_at_ms, ${msUntil('expires_at')} AS expires_in_ms,
   CASE WHEN waiters THEN pg_notify($9::text, id::text) END AS notify
 FROM done`;
+}
+
+/**
+ * Marks a step started, fenced like the completion, and draws the run's step token at its first step (kept for
+ * the run's life). Returns the token. $1 id, $2 attempt, $3 lease owner, $4 step name, $5 new token.
+ */
+export function startStepSql(schema: string): string {
+  return `UPDATE ${runsTable(schema)} SET step_token = coalesce(step_token, $5::text),
+  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($4::text,
+    jsonb_build_object('status', 'started', 'attempt', $2::integer, 'startedAt', now())),
+  updated_at = now()
+WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+RETURNING step_token`;
+}
+
+/**
+ * Records how a step ended, fenced like the completion. The result is kept as JSON text inside the jsonb, so a
+ * replay returns it byte for byte as the first run saw it. $1 id, $2 attempt, $3 lease owner, $4 step name,
+ * $5 status ('succeeded' or 'failed'), $6 result JSON text, $7 error JSON.
+ */
+export function finishStepSql(schema: string): string {
+  return `UPDATE ${runsTable(schema)} SET
+  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($4::text, jsonb_build_object('status', $5::text,
+    'attempt', $2::integer, 'startedAt', coalesce(steps -> $4::text -> 'startedAt', to_jsonb(now())),
+    'completedAt', now(), 'result', $6::text, 'error', $7::jsonb)),
+  updated_at = now()
+WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+RETURNING id`;
 }
 
 /** Extends a lease, fenced like the completion. $1 id, $2 attempt, $3 owner, $4 lease seconds. */

@@ -11,10 +11,12 @@ import {
   claimSql,
   completeSql,
   findJobSql,
+  finishStepSql,
   insertRunSql,
   purgeExpiredBatchSql,
   recordConflictSql,
   renewLeaseSql,
+  startStepSql,
 } from './sql.js';
 
 export type OperationTimer = (operation: LedgerOperation, seconds: number) => void;
@@ -63,6 +65,8 @@ function statements(schema: string) {
     conflict: recordConflictSql(schema),
     findJob: findJobSql(schema),
     purge: purgeExpiredBatchSql(schema),
+    startStep: startStepSql(schema),
+    finishStep: finishStepSql(schema),
   });
 }
 
@@ -237,6 +241,49 @@ export class LedgerStore {
     return rows.length > 0;
   }
 
+  /**
+   * Marks a step started under the run's fence. Returns the run's step token, or undefined when the fence refused
+   * (the lease was lost to another caller).
+   */
+  async startStep(fence: RunFence, name: string, newToken: string): Promise<string | undefined> {
+    const rows = await this.#run<{ step_token: string }>(
+      this.#driver,
+      this.#sql.startStep,
+      [fence.id, fence.attempt, fence.leaseOwner, name, newToken],
+      'record that a step started',
+      undefined,
+      undefined,
+    );
+    return rows[0]?.step_token;
+  }
+
+  /** Records a step's end under the run's fence. False when the fence refused. */
+  async finishStep(
+    fence: RunFence,
+    name: string,
+    status: 'succeeded' | 'failed',
+    resultJson: string | null,
+    error: StoredError | null,
+  ): Promise<boolean> {
+    const rows = await this.#run(
+      this.#driver,
+      this.#sql.finishStep,
+      [
+        fence.id,
+        fence.attempt,
+        fence.leaseOwner,
+        name,
+        status,
+        resultJson,
+        error === null ? null : JSON.stringify(error),
+      ],
+      'record a step result',
+      undefined,
+      undefined,
+    );
+    return rows.length > 0;
+  }
+
   async recordConflict(id: string): Promise<void> {
     await this.#run(this.#driver, this.#sql.conflict, [id], 'record the conflict', undefined, undefined);
   }
@@ -271,6 +318,13 @@ export class LedgerStore {
       throw ledgerUnavailable(error, 'purge expired rows');
     }
   }
+}
+
+/** Which attempt of which run, under whose lease: the fence every write of a running execution carries. */
+export interface RunFence {
+  readonly id: string;
+  readonly attempt: number;
+  readonly leaseOwner: string;
 }
 
 /** $1 to $11 of both the bare insert and the full claim: the fresh run's columns. */
@@ -312,6 +366,9 @@ function freshRun(id: string, request: ClaimRequest): ClaimRow {
     lease_live: true,
     takeover_due: false,
     waiting: false,
+    steps: null,
+    step_token: null,
+    lapsed: false,
   };
 }
 

@@ -35,6 +35,13 @@ export class BackgroundSaves {
   readonly #limits: BackgroundSaveLimits;
   readonly #changed: (tool: string, delta: number) => void;
   readonly #entries: Entry[] = [];
+  /**
+   * Completions whose first save is under way, by call key. While one is, this process holds a finished result
+   * for that key: a retry from here saves it rather than claiming (and maybe running the handler again).
+   */
+  readonly #inFlight = new Map<string, Completion>();
+  /** Completions a retry saved while their own first save was still stuck, by `id:attempt`, with when. */
+  readonly #savedForThem = new Map<string, Date>();
   #bytes = 0;
   #loop: Promise<void> | undefined;
   #stopped = false;
@@ -51,6 +58,35 @@ export class BackgroundSaves {
 
   get count(): number {
     return this.#entries.length;
+  }
+
+  /** Kept or in flight: the claim loop settles these before it claims their keys. */
+  get holding(): number {
+    return this.#entries.length + this.#inFlight.size;
+  }
+
+  /** A finished result's first save starts: until `landed`, a retry from this process saves it instead. */
+  saving(key: string, completion: Completion): void {
+    this.#inFlight.set(key, completion);
+  }
+
+  /** The first save of `key`'s completion ended (saved, refused, or handed to `offer`). */
+  landed(key: string, completion: Completion): void {
+    if (this.#inFlight.get(key) === completion) this.#inFlight.delete(key);
+  }
+
+  /** When a retry saved this completion for its stuck first save, that time (once). */
+  savedForThem(completion: Completion): Date | undefined {
+    const id = `${completion.id}:${completion.attempt}`;
+    const at = this.#savedForThem.get(id);
+    this.#savedForThem.delete(id);
+    return at;
+  }
+
+  /** The finished result this process holds for `key`, kept or in flight. */
+  held(key: string): Completion | undefined {
+    if (this.holding === 0) return undefined;
+    return this.#inFlight.get(key) ?? this.#entries.find((e) => e.key === key)?.completion;
   }
 
   /** Reports a tool's count as 0 before anything is kept, so its series exists (and alerts see 0, not nothing). */
@@ -95,11 +131,30 @@ export class BackgroundSaves {
    * (the database is still down) when the save fails; the entry stays for the next try.
    */
   async flush(key: string): Promise<void> {
+    const inFlight = this.#inFlight.get(key);
+    if (inFlight) {
+      // Its own save may be stuck on a dead connection for up to queryTimeoutSeconds, longer than the lease: send
+      // the same fenced completion on another connection. Whichever lands first wins; the other is refused.
+      const at = await this.#store.complete(inFlight, () => {});
+      if (at) {
+        this.#savedForThem.set(`${inFlight.id}:${inFlight.attempt}`, at);
+        if (this.#savedForThem.size > 10_000)
+          this.#savedForThem.delete(this.#savedForThem.keys().next().value!);
+      }
+      this.landed(key, inFlight);
+    }
     if (this.#entries.length === 0) return;
     const entry = this.#entries.find((e) => e.key === key);
     if (!entry) return;
     await this.#store.complete(entry.completion, () => {});
     this.#drop(entry);
+  }
+
+  /** Forgets `key`'s held completion: a later attempt saved its result under its own fence. */
+  release(key: string): void {
+    this.#inFlight.delete(key);
+    const entry = this.#entries.find((e) => e.key === key);
+    if (entry) this.#drop(entry);
   }
 
   /** Stops sending: what is still kept is dropped (its lease lapses and a later retry decides). */

@@ -50,6 +50,7 @@ const LINKS_ORIGINAL = {
   abandoned: true,
   reclaimed: false,
   raced: false,
+  unknown: true,
 } as const satisfies Record<VerdictKind, boolean>;
 
 export function spanOf(row: ClaimRow): SpanRef | undefined {
@@ -91,8 +92,11 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
   const { name, execute } = settings;
   const { reclaim, ...shared } = sharedHandlers(settings);
   const won: Handler<'won'> = ({ row }, call) =>
-    execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts).then((done) =>
-      answer('executed', done.value, row, call, done.completedAt),
+    execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts).then(
+      (done): CallEnd =>
+        'error' in done
+          ? { outcome: done.outcome, error: done.error }
+          : answer(done.outcome, done.value, row, call, done.completedAt),
     );
   return {
     ...shared,
@@ -104,6 +108,7 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
       call.facts.toolError = true;
       return { outcome: 'replayed', error: replayedFailure(row.error_json!) };
     },
+    unknown: ({ row }) => ({ outcome: 'unknown', error: unknownOutcome(name, row) }),
     running: async ({ row }, call) => {
       if (await call.waiter.waitFor(row)) return 'wait';
       call.facts.waitedMs = call.waiter.elapsedMs();
@@ -144,7 +149,28 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
     final_failure: finished,
     running: unfinished,
     abandoned: unfinished,
+    unknown: ({ row }, call) => answer('polled', jobStatusOf(row), row, call),
   };
+}
+
+/** The answer for a run marked unknown: final until an operator settles it. */
+function unknownOutcome(name: string, row: ClaimRow): ToolLedgerError {
+  const why = row.error_json?.message;
+  return new ToolLedgerError(
+    'OUTCOME_UNKNOWN',
+    `Tool "${name}": an earlier attempt with this idempotency key was interrupted mid-effect, so whether it took effect is unknown, and nothing is repeated until an operator settles it (tool-ledger list --status unknown, then tool-ledger resolve). Do not retry with a new key, or the action may happen twice.${why ? ` Recorded: ${why}` : ''}`,
+    { retryable: false },
+  );
+}
+
+function heldNotSaved(name: string, error: unknown): ToolLedgerError {
+  const detail =
+    error instanceof ToolLedgerError && error.cause instanceof Error ? error.cause.message : String(error);
+  return new ToolLedgerError(
+    'LEDGER_UNAVAILABLE',
+    `Tool "${name}": this process holds the outcome of an earlier call with this key and could not save it yet (${detail}). Nothing runs again; retry with the same key once the database answers.`,
+    { cause: error, retryable: true },
+  );
 }
 
 /** The claim loop of one tool: claim, judge, and hand the verdict to its kind's handler until the call ends. */
@@ -167,9 +193,14 @@ export function createClaimLoop(
     const { facts, waiter, scope, request } = call;
     for (let races = 0; ; ) {
       waiter.beforeClaim();
-      // An outcome of this key this process still keeps must land before the claim could take the key over.
-      if (settings.runtime.saves.count > 0) {
-        await settings.runtime.saves.flush(LostClaims.key(request.tenant, request.tool, request.key));
+      // An outcome of this key this process holds (kept, or its first save still in flight) must land before the
+      // claim could take the key over: this process never runs a handler whose result it already has.
+      if (settings.runtime.saves.holding > 0) {
+        await settings.runtime.saves
+          .flush(LostClaims.key(request.tenant, request.tool, request.key))
+          .catch((error: unknown) => {
+            throw heldNotSaved(settings.name, error);
+          });
       }
       const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation).catch((error) => {
         // The statement may have committed: keep the token so a retry from here can take the row back.

@@ -21,6 +21,8 @@ interface VerdictFields {
    * token. Renew the lease, then run the handler.
    */
   readonly reclaimed: { readonly row: ClaimRow };
+  /** An interrupted effect whose rule was `'fail'`: the row waits for an operator to settle it. */
+  readonly unknown: { readonly row: ClaimRow };
   /** The row changed between the statement's snapshot and its write (or a parallel insert won): claim again. */
   readonly raced: { readonly row: undefined | ClaimRow };
 }
@@ -52,6 +54,7 @@ export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): V
     succeeded: { kind: 'replay', row },
     // A retryable failure of the same request is always due for takeover, so a failure seen here is final.
     failed: { kind: 'final_failure', row },
+    unknown: { kind: 'unknown', row },
     in_progress:
       row.lease_owner !== null && row.lease_owner === request.leaseOwner
         ? { kind: 'reclaimed', row }

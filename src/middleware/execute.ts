@@ -1,14 +1,23 @@
 import { jsonText } from '../contract/canonical-json.js';
-import { ToolFailure, ToolLedgerError } from '../contract/errors.js';
+import { OutcomeUnknownError, ToolFailure, ToolLedgerError } from '../contract/errors.js';
 import { NotJsonError } from '../contract/json.js';
 import type { CallScope } from '../contract/observer.js';
-import type { CallContext, HandlerContext, Queryable } from '../contract/types.js';
+import type {
+  CallContext,
+  HandlerContext,
+  Queryable,
+  StoredError,
+  UnknownOutcomeRule,
+  UnknownRunContext,
+} from '../contract/types.js';
 import type { ClaimRow } from '../ledger/run-row.js';
 import type { Completion } from '../ledger/store.js';
+import { ENDING_RULES, type EndingKind } from './endings.js';
 import type { CallFacts } from './facts.js';
 import { toStoredError } from './failures.js';
 import { LostClaims } from './lost-claims.js';
 import type { LedgerRuntime } from './runtime.js';
+import { DECIDED_UNKNOWN, StepRunner } from './steps.js';
 
 export interface ExecutorSettings {
   readonly runtime: LedgerRuntime;
@@ -16,9 +25,19 @@ export interface ExecutorSettings {
   readonly handler: (input: unknown, ctx: HandlerContext) => unknown;
   readonly transactional: boolean;
   readonly isFinalError: (error: unknown) => boolean;
+  readonly onUnknown: UnknownOutcomeRule<UnknownRunContext, unknown>;
   readonly leaseSeconds: number;
   readonly ttlSeconds: number;
 }
+
+/** How an execution ended, as the caller sees it. */
+export type Executed =
+  | {
+      readonly outcome: 'executed' | 'replayed';
+      readonly value: unknown;
+      readonly completedAt: Date;
+    }
+  | { readonly outcome: 'failed' | 'unknown'; readonly error: unknown };
 
 export type Execute = (
   row: ClaimRow,
@@ -27,35 +46,39 @@ export type Execute = (
   tenant: string,
   scope: CallScope,
   facts: CallFacts,
-) => Promise<{ value: unknown; completedAt: Date }>;
+) => Promise<Executed>;
+
+/** An ending as the attempt classified it: the kind decides everything else (see `ENDING_RULES`). */
+interface Ending {
+  readonly kind: EndingKind;
+  /** The result's JSON text, for endings that save or return a value. */
+  readonly text?: string;
+  /** For `committed`: the completion time the transaction returned. */
+  readonly completedAt?: Date;
+  /** The error the caller gets, for endings that answer with one. */
+  readonly error?: unknown;
+  /** For `handler_threw`: whether the handler's error is final. */
+  readonly final?: boolean;
+}
+
+/** The handler's own error, carried through the driver's transaction so it is told apart by type, not identity. */
+class HandlerThrew {
+  constructor(readonly error: unknown) {}
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**
- * Runs the handler for a claim a call won, under a renewed lease, and records how it ended: the fenced completion,
- * or the failure (final or retryable). In transactional mode the handler's writes commit with the completion.
+ * Runs the handler for a claim a call won, under a renewed lease, and ends it as `ENDING_RULES` says: the fenced
+ * completion, a failure (final or retryable) or an unknown outcome. In transactional mode the handler's writes
+ * commit with the completion. A result this process already holds for the key is saved, never produced again.
  */
 export function createExecutor(settings: ExecutorSettings): Execute {
-  const { runtime, name, handler, transactional, isFinalError, leaseSeconds, ttlSeconds } = settings;
+  const { runtime, name, handler, transactional, isFinalError, onUnknown, leaseSeconds, ttlSeconds } =
+    settings;
   const { store } = runtime;
-
-  const resultJson = (value: unknown): { value: unknown; text: string } => {
-    // One walk to text, then the native parser for the copy the caller gets (what a replay would return).
-    const text = jsonText(value, true);
-    return { value: JSON.parse(text), text };
-  };
-
-  const notJson = (error: NotJsonError, alreadyRan: boolean) =>
-    new ToolLedgerError(
-      'RESULT_INVALID',
-      `Tool "${name}" returned a value that cannot be stored as JSON (${error.message}). ` +
-        (alreadyRan
-          ? 'The handler ran, so the key is spent to avoid repeating its side effect: return JSON-safe values and use a new key.'
-          : 'Its transaction was rolled back; return JSON-safe values and retry.'),
-      { cause: error, retryable: !alreadyRan },
-    );
 
   /** Writes the completion, retrying briefly: the handler already ran, so losing its result is the costly path. */
   const complete = (completion: Completion, scope: CallScope): Promise<Date | undefined> =>
@@ -71,18 +94,14 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       }
     });
 
-  /**
-   * Keeps the outcome of a completion that failed, after the caller has been told, and saves it in the background.
-   * Until it lands, the row stays `in_progress` under this attempt, so a retry with the same key waits for it
-   * instead of running the handler again; the fence still refuses it if another caller took the key over. False
-   * when the limits on kept outcomes leave no room.
-   */
-  const saveLater = (tenant: string, key: string, completion: Completion): boolean =>
-    runtime.saves.offer(
-      name,
-      LostClaims.key(tenant, name, key),
-      completion,
-      (work) => void runtime.track(work),
+  const notJson = (error: NotJsonError, alreadyRan: boolean) =>
+    new ToolLedgerError(
+      'RESULT_INVALID',
+      `Tool "${name}" returned a value that cannot be stored as JSON (${error.message}). ` +
+        (alreadyRan
+          ? 'The handler ran, so the key is spent to avoid repeating its side effect: return JSON-safe values and use a new key.'
+          : 'Its transaction was rolled back; return JSON-safe values and retry.'),
+      { cause: error, retryable: !alreadyRan },
     );
 
   const resultNotSaved = (error: unknown) => {
@@ -91,7 +110,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     const detail = driverError instanceof Error ? driverError.message : String(driverError);
     return new ToolLedgerError(
       'LEDGER_UNAVAILABLE',
-      `Tool "${name}" ran, but the database failed while saving its result (${detail}). This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it (IN_PROGRESS until then); do not use a new key, or the action may run twice.`,
+      `Tool "${name}" ran, but the database failed while saving its result (${detail}). This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it; do not use a new key, or the action may run twice.`,
       { cause: error, retryable: true },
     );
   };
@@ -100,7 +119,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     const { maxUnsavedResults, maxUnsavedResultBytes } = runtime.config;
     return new ToolLedgerError(
       'LEDGER_UNAVAILABLE',
-      `Tool "${name}" ran, but the database failed while saving its result, and this process already keeps ${runtime.saves.count} unsaved results (${runtime.saves.bytes} bytes; maxUnsavedResults=${maxUnsavedResults}, maxUnsavedResultBytes=${maxUnsavedResultBytes}), so this one was not kept. The action happened; a retry with the same key gets IN_PROGRESS until the lease lapses and then runs the tool again. Check the database before retrying, and raise the limits if outages outlast them.`,
+      `Tool "${name}" ran, but the database failed while saving its result, and this process already keeps ${runtime.saves.count} unsaved ${runtime.saves.count === 1 ? 'result' : 'results'} (${runtime.saves.bytes} bytes; maxUnsavedResults=${maxUnsavedResults}, maxUnsavedResultBytes=${maxUnsavedResultBytes}), so this one was not kept. The action happened; a retry with the same key gets IN_PROGRESS until the lease lapses and then follows the tool's onUnknown rule (with the default 'rerun', it runs the tool again; 'fail' marks it unknown). Check the database before retrying, and raise the limits if outages outlast them.`,
       { cause: error, retryable: false },
     );
   };
@@ -111,13 +130,18 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       `Tool "${name}" finished after its lease lapsed and another caller took over the key, so this result was discarded. Retry with the same key to get the current execution's result; raise leaseSeconds for long handlers.`,
     );
 
+  const interrupted = (tenant: string, attempt: number) =>
+    new OutcomeUnknownError(
+      `Tool "${name}": attempt ${attempt - 1} held this key and never recorded an outcome (it crashed or lost its lease mid-handler), so its effect may or may not have happened, and the tool's onUnknown rule is 'fail'. The run is marked unknown and the handler is not run again. Check the effect, then settle the run: tool-ledger resolve --tenant ${tenant} --tool ${name} --key <key> (--result JSON | --failed MESSAGE | --rerun).`,
+    );
+
   // One literal of one shape: spreading a shared base into each outcome's object cost a first execution 6 µs.
   const completionOf = (
     row: ClaimRow,
     status: Completion['status'],
     final: boolean,
     resultJson: string | null,
-    error: Completion['error'],
+    error: StoredError | null,
   ): Completion => ({
     id: row.id,
     attempt: row.attempt,
@@ -129,30 +153,218 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     ttlSeconds,
   });
 
-  const recordFailureOf = async (
+  /** The completion an ending saves, per its rule; undefined when it saves nothing. */
+  const completionFor = (row: ClaimRow, ending: Ending): Completion | undefined => {
+    const rule = ENDING_RULES[ending.kind];
+    switch (rule.save) {
+      case 'result':
+        return completionOf(row, 'succeeded', false, ending.text!, null);
+      case 'failure': {
+        const final = rule.final === 'verdict' ? ending.final === true : rule.final;
+        return completionOf(row, 'failed', final, null, toStoredError(ending.error, final));
+      }
+      case 'unknown':
+        return completionOf(row, 'unknown', false, null, toStoredError(ending.error, true));
+      case 'nothing':
+        return undefined;
+    }
+  };
+
+  /** Does what the ending's rule says: saves (or keeps) its completion, then answers or throws. */
+  const finish = async (
     row: ClaimRow,
-    tenant: string,
-    key: string,
+    ending: Ending,
+    callKey: string,
     scope: CallScope,
+    facts: CallFacts,
+  ): Promise<Executed> => {
+    const rule = ENDING_RULES[ending.kind];
+    if (rule.toolError) facts.toolError = true;
+    const completion = completionFor(row, ending);
+    let completedAt = ending.completedAt;
+    if (completion) {
+      // From here until it lands, this process holds the outcome: a retry from here saves it, never reruns it.
+      runtime.saves.saving(callKey, completion);
+      try {
+        completedAt = await complete(completion, scope);
+        // Refused: another caller took the key over, unless a retry from this process saved it for us.
+        completedAt ??= runtime.saves.savedForThem(completion);
+        runtime.saves.landed(callKey, completion);
+      } catch (error) {
+        runtime.saves.landed(callKey, completion);
+        completedAt = runtime.saves.savedForThem(completion);
+        if (!completedAt) {
+          const kept = runtime.saves.offer(name, callKey, completion, (work) => void runtime.track(work));
+          if (rule.ifSaveFails === 'keep_and_report') {
+            return { outcome: 'failed', error: kept ? resultNotSaved(error) : resultNotKept(error) };
+          }
+        }
+      }
+      if (!completedAt && rule.answer === 'value') return { outcome: 'failed', error: leaseLost() };
+    }
+    if (rule.answer === 'the_error') return { outcome: rule.outcome, error: ending.error };
+    return { outcome: rule.outcome, value: JSON.parse(ending.text!), completedAt: completedAt! };
+  };
+
+  /** The ending of a handler's throw, as its type says. */
+  const thrown = async (
     error: unknown,
-    final: boolean,
-  ) => {
-    const completion = completionOf(row, 'failed', final, null, toStoredError(error, final));
+    tenant: string,
+    ctx: UnknownRunContext,
+    scope: CallScope,
+  ): Promise<Ending> => {
+    if (DECIDED_UNKNOWN.has(error as object)) return { kind: 'outcome_unknown', error };
+    if (error instanceof ToolLedgerError && error.code === 'LEASE_LOST') return { kind: 'lease_lost', error };
+    if (error instanceof OutcomeUnknownError) {
+      // The handler says its effect may have happened: the tool's rule decides now, as for a crashed attempt.
+      const settled = await settleUnknown(ctx, tenant, scope, error);
+      if (settled) return settled;
+      return {
+        kind: 'handler_threw',
+        final: false,
+        error: new ToolFailure(
+          `Tool "${name}" reported that its outcome is unknown (${error.message}). Retry with the same key: onUnknown is ${onUnknown === 'rerun' ? "'rerun', so the handler runs again" : 'a lookup, which found nothing'}.`,
+          { final: false, cause: error },
+        ),
+      };
+    }
+    return {
+      kind: 'handler_threw',
+      error,
+      final: error instanceof ToolFailure ? error.final : isFinalError(error),
+    };
+  };
+
+  /**
+   * The tool's rule for an unknown outcome: an ending for `'fail'` or a lookup that found the result, undefined
+   * when the handler should run (`'rerun'`, or a lookup that found nothing).
+   */
+  const settleUnknown = async (
+    ctx: UnknownRunContext,
+    tenant: string,
+    scope: CallScope,
+    cause?: unknown,
+  ): Promise<Ending | undefined> => {
+    if (onUnknown === 'rerun') return undefined;
+    if (onUnknown === 'fail') {
+      const error = cause instanceof OutcomeUnknownError ? cause : interrupted(tenant, ctx.attempt);
+      return { kind: 'outcome_unknown', error };
+    }
+    const found = await scope.run(() => onUnknown(ctx));
+    if (found === undefined) return undefined;
     try {
-      await complete(completion, scope);
-    } catch {
-      // The caller gets the handler's own error either way; saving it later keeps a final failure from being
-      // retried by the next call with this key.
-      saveLater(tenant, key, completion);
+      return { kind: 'recovered', text: jsonText(found, true) };
+    } catch (error) {
+      if (!(error instanceof NotJsonError)) throw error;
+      return { kind: 'result_not_json', error: notJson(error, true) };
+    }
+  };
+
+  /** Runs the handler in autocommit mode and classifies how it ended. */
+  const runPlain = async (
+    input: unknown,
+    handlerContext: HandlerContext,
+    tenant: string,
+    ctx: UnknownRunContext,
+    scope: CallScope,
+    facts: CallFacts,
+    started: number,
+  ): Promise<Ending> => {
+    let value: unknown;
+    try {
+      value = await handler(input, handlerContext);
+    } catch (error) {
+      facts.executionSeconds = (performance.now() - started) / 1000;
+      return thrown(error, tenant, ctx, scope);
+    }
+    facts.executionSeconds = (performance.now() - started) / 1000;
+    try {
+      return { kind: 'succeeded', text: jsonText(value, true) };
+    } catch (error) {
+      if (!(error instanceof NotJsonError)) return { kind: 'result_not_json', error };
+      return { kind: 'result_not_json', error: notJson(error, true) };
+    }
+  };
+
+  /** Runs the handler inside the transaction that completes the row, and classifies how it ended. */
+  const runInTransaction = async (
+    row: ClaimRow,
+    input: unknown,
+    makeContext: (db: Queryable) => HandlerContext,
+    tenant: string,
+    ctx: UnknownRunContext,
+    scope: CallScope,
+    facts: CallFacts,
+    started: number,
+  ): Promise<Ending> => {
+    try {
+      return await store.driver.transaction(async (tx): Promise<Ending> => {
+        let value: unknown;
+        try {
+          value = await handler(input, makeContext(tx));
+        } catch (error) {
+          throw new HandlerThrew(error);
+        } finally {
+          facts.executionSeconds = (performance.now() - started) / 1000;
+        }
+        const text = jsonText(value, true);
+        const completedAt = await store.complete(
+          completionOf(row, 'succeeded', false, text, null),
+          scope.recordLedgerOperation,
+          tx,
+        );
+        if (!completedAt) throw leaseLost();
+        return { kind: 'committed', text, completedAt };
+      });
+    } catch (error) {
+      // The driver rethrows what the callback threw, or its own error when the connection died under it.
+      if (error instanceof HandlerThrew) {
+        const ending = await thrown(error.error, tenant, ctx, scope);
+        return ending.kind === 'handler_threw' ? { ...ending, kind: 'tx_handler_threw' } : ending;
+      }
+      if (error instanceof NotJsonError) return { kind: 'tx_result_not_json', error: notJson(error, false) };
+      if (error instanceof ToolLedgerError && error.code === 'LEASE_LOST')
+        return { kind: 'lease_lost', error };
+      return { kind: 'tx_driver_failed', error };
     }
   };
 
   const execute: Execute = async (row, input, context, tenant, scope, facts) => {
+    const key = context.key as string;
+    const callKey = LostClaims.key(tenant, name, key);
+    // A result this process finished for an earlier attempt and could not save before this takeover: save it under
+    // this attempt's fence instead of producing it again.
+    const held = runtime.saves.held(callKey);
+    if (held && held.attempt < row.attempt && held.status === 'succeeded' && held.resultJson !== null) {
+      runtime.saves.release(callKey);
+      return finish(row, { kind: 'recovered', text: held.resultJson }, callKey, scope, facts);
+    }
+
     const lease = runtime.leases.hold(
       store,
       { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
       leaseSeconds,
     );
+    const steps = new StepRunner({
+      store,
+      held: runtime.heldSteps,
+      fence: { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner! },
+      tool: name,
+      tenant,
+      key,
+      records: row.steps,
+      token: row.step_token,
+      scope,
+      signal: () => lease.signal,
+    });
+    const unknownContext: UnknownRunContext = {
+      tool: name,
+      tenant,
+      key,
+      user: context.user,
+      attempt: row.attempt,
+      input,
+    };
     const handlerContext = (db: Queryable | undefined): HandlerContext => ({
       tool: name,
       tenant,
@@ -167,83 +379,21 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       },
       db,
       renewLease: lease.renew,
+      step: steps.step,
     });
-    const started = performance.now();
-    let handlerFailed = false;
-    let handlerError: unknown;
-    const runHandler = async (db: Queryable | undefined) => {
-      try {
-        return await handler(input, handlerContext(db));
-      } catch (error) {
-        handlerFailed = true;
-        handlerError = error;
-        throw error;
-      } finally {
-        facts.executionSeconds = (performance.now() - started) / 1000;
-      }
-    };
-    const recordFailure = (error: unknown, final: boolean) =>
-      recordFailureOf(row, tenant, context.key as string, scope, error, final);
 
     scope.handlerStarted();
     try {
-      if (transactional) {
-        try {
-          return await store.driver.transaction(async (tx) => {
-            const result = resultJson(await runHandler(tx));
-            const completedAt = await store.complete(
-              completionOf(row, 'succeeded', false, result.text, null),
-              scope.recordLedgerOperation,
-              tx,
-            );
-            if (!completedAt) throw leaseLost();
-            return { value: result.value, completedAt };
-          });
-        } catch (error) {
-          if (error instanceof NotJsonError) {
-            await recordFailure(notJson(error, false), false);
-            throw notJson(error, false);
-          }
-          // The driver replaces the handler's error when the connection died under it: not the handler's failure.
-          if (handlerFailed && error === handlerError) {
-            facts.toolError = true;
-            await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
-          } else if (!(error instanceof ToolLedgerError && error.code === 'LEASE_LOST')) {
-            await recordFailure(error, false);
-          }
-          throw error;
-        }
+      // The previous attempt held the key and recorded nothing, not even a step: the tool's rule decides.
+      if (row.lapsed && !steps.hasRecords) {
+        const settled = await settleUnknown(unknownContext, tenant, scope);
+        if (settled) return await finish(row, settled, callKey, scope, facts);
       }
-
-      let value: unknown;
-      // The handler called here rather than through runHandler: one async frame less on every call.
-      try {
-        value = await handler(input, handlerContext(undefined));
-      } catch (error) {
-        facts.executionSeconds = (performance.now() - started) / 1000;
-        facts.toolError = true;
-        await recordFailure(error, error instanceof ToolFailure ? error.final : isFinalError(error));
-        throw error;
-      }
-      facts.executionSeconds = (performance.now() - started) / 1000;
-      let result: { value: unknown; text: string };
-      try {
-        result = resultJson(value);
-      } catch (error) {
-        const wrapped = error instanceof NotJsonError ? notJson(error, true) : error;
-        await recordFailure(wrapped, true);
-        throw wrapped;
-      }
-      const completion = completionOf(row, 'succeeded', false, result.text, null);
-      let completedAt: Date | undefined;
-      try {
-        completedAt = await complete(completion, scope);
-      } catch (error) {
-        if (!saveLater(tenant, context.key as string, completion)) throw resultNotKept(error);
-        throw resultNotSaved(error);
-      }
-      if (!completedAt) throw leaseLost();
-      return { value: result.value, completedAt };
+      const started = performance.now();
+      const ending = transactional
+        ? await runInTransaction(row, input, handlerContext, tenant, unknownContext, scope, facts, started)
+        : await runPlain(input, handlerContext(undefined), tenant, unknownContext, scope, facts, started);
+      return await finish(row, ending, callKey, scope, facts);
     } finally {
       lease.release();
       scope.handlerFinished();

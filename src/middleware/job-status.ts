@@ -13,6 +13,10 @@ export function jobStatusOf<T>(row: RunRow): JobStatus<T> {
         ? { jobId, attempt, status: 'failed', error: row.error_json }
         : { jobId, attempt, status: 'failed' },
     in_progress: () => runningJobStatus(row, row.lease_live),
+    unknown: () =>
+      row.error_json
+        ? { jobId, attempt, status: 'unknown', error: row.error_json }
+        : { jobId, attempt, status: 'unknown' },
   } as const satisfies Record<RunRow['status'], () => JobStatus<T>>;
   const status: (() => JobStatus<T>) | undefined = byStatus[row.status];
   if (status === undefined) throw unknownStatus(row);

@@ -1,3 +1,4 @@
+import { ToolLedgerError } from '../contract/errors.js';
 import type { CallScope } from '../contract/observer.js';
 import type { CallContext, HandlerContext } from '../contract/types.js';
 import type { Answer } from './call-end.js';
@@ -28,6 +29,13 @@ export async function runRead(
       signal: new AbortController().signal,
       db: undefined,
       renewLease: async () => {},
+      step: () =>
+        Promise.reject(
+          new ToolLedgerError(
+            'CONFIG_INVALID',
+            `Tool "${name}" is a read tool: it has no ledger row to record steps in. Use kind 'mutation' or 'job' for a tool whose steps change the world.`,
+          ),
+        ),
     });
     return { outcome: 'executed', value, paramsHash: undefined, completedAt: new Date(), row: undefined };
   } catch (error) {

@@ -6,6 +6,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import { BackgroundSaves } from './background-saves.js';
 import { LeaseKeeper } from './lease.js';
 import { LostClaims } from './lost-claims.js';
+import { HeldSteps } from './steps.js';
 
 /** What every tool of one ledger shares. Internal. */
 export class LedgerRuntime {
@@ -17,6 +18,9 @@ export class LedgerRuntime {
 
   /** Outcomes whose completion failed, saved again in the background within the configured limits. */
   readonly saves: BackgroundSaves;
+
+  /** Step results finished here and not saved yet, so a later attempt from here saves rather than reruns them. */
+  readonly heldSteps = new HeldSteps();
 
   /** The leases of handlers running now, renewed from one timer. */
   readonly leases = new LeaseKeeper();

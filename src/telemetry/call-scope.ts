@@ -12,7 +12,16 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { LogRecord } from '@opentelemetry/api-logs';
-import type { CallScope, CallStart, Decision, LedgerOperation, SpanRef } from '../contract/observer.js';
+import {
+  type CallScope,
+  type CallStart,
+  type Decision,
+  type LedgerOperation,
+  NOOP_STEP_SCOPE,
+  type SpanRef,
+  type StepOutcome,
+  type StepScope,
+} from '../contract/observer.js';
 import { OUTCOME_INFO } from '../contract/outcomes.js';
 import { put } from './attributes.js';
 import type { SumSeries } from './call-sums.js';
@@ -32,6 +41,7 @@ import {
   OUTCOMES,
   SEVERITY,
   SPAN_NAME_PREFIX,
+  STEP_SPAN_NAME_PREFIX,
   TOOL_TYPE_FUNCTION,
 } from './vocabulary.js';
 
@@ -224,6 +234,29 @@ export class OtelCallScope implements CallScope {
     }
   };
 
+  readonly startStep = (name: string): StepScope => {
+    try {
+      const parent = this.#context;
+      if (parent === undefined || typeof name !== 'string') return NOOP_STEP_SCOPE;
+      const span = this.#config.signals.tracer().startSpan(
+        `${STEP_SPAN_NAME_PREFIX} ${name}`,
+        // The step name is the handler author's constant; the tool and tenant say whose step it is.
+        {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            [ATTR.STEP_NAME]: name,
+            [ATTR.GEN_AI_TOOL_NAME]: this.#attributes[ATTR.GEN_AI_TOOL_NAME],
+          },
+        },
+        parent,
+      );
+      return new OtelStepScope(this.#config, span, trace.setSpan(parent, span));
+    } catch (error) {
+      reportOnce('step span', error);
+      return NOOP_STEP_SCOPE;
+    }
+  };
+
   readonly end = (decision: Decision): void => {
     if (this.#ended) return;
     this.#ended = true;
@@ -358,4 +391,65 @@ export class OtelCallScope implements CallScope {
       instruments.waitDuration.record(waitedMs / 1000, attributes);
     }
   }
+}
+
+/** One step's span. Ends once; a telemetry fault never reaches the step. */
+class OtelStepScope implements StepScope {
+  readonly #config: ObserverConfig;
+  readonly #span: Span;
+  readonly #context: Context;
+  #ended = false;
+
+  constructor(config: ObserverConfig, span: Span, ctx: Context) {
+    this.#config = config;
+    this.#span = span;
+    this.#context = ctx;
+  }
+
+  readonly run = <T>(fn: () => T): T => {
+    let entered = false;
+    try {
+      return context.with(this.#context, () => {
+        entered = true;
+        return fn();
+      });
+    } catch (error) {
+      if (entered) throw error;
+      return fn();
+    }
+  };
+
+  readonly end = (outcome: StepOutcome, error?: unknown, result?: unknown): void => {
+    if (this.#ended) return;
+    this.#ended = true;
+    const span = this.#span;
+    try {
+      if (!span.isRecording()) return;
+      span.setAttribute(ATTR.STEP_OUTCOME, outcome);
+      const config = this.#config;
+      if (config.captureContent && result !== undefined) {
+        // Scrubbed and bounded exactly as a call's result is.
+        const text = captureContent(result, config.redactor, config.maxContentLength);
+        if (text !== undefined) span.setAttribute(ATTR.GEN_AI_TOOL_CALL_RESULT, text);
+      }
+      if (outcome === 'failed' || outcome === 'unknown') {
+        const info =
+          error === undefined ? undefined : describeError(error, config.redactor, outcome === 'failed');
+        if (info) span.setAttribute(ATTR.ERROR_TYPE, info.type);
+        span.setStatus(
+          info?.message === undefined
+            ? { code: SpanStatusCode.ERROR }
+            : { code: SpanStatusCode.ERROR, message: info.message },
+        );
+      }
+    } catch (thrown) {
+      reportOnce('step span end', thrown);
+    } finally {
+      try {
+        span.end();
+      } catch (thrown) {
+        reportOnce('step span end', thrown);
+      }
+    }
+  };
 }

@@ -37,7 +37,12 @@ export const ATTR = {
   LINK_TYPE: 'tool_ledger.link.type',
   LEDGER_OPERATION: 'tool_ledger.ledger.operation',
   ERROR_CODE: 'tool_ledger.error.code',
+  STEP_NAME: 'tool_ledger.step.name',
+  STEP_OUTCOME: 'tool_ledger.step.outcome',
 } as const;
+
+/** The span of one recorded step (`ctx.step`), a child of the call's span: `step {name}`. */
+export const STEP_SPAN_NAME_PREFIX = 'step' as const;
 
 export const OPERATION_NAME_EXECUTE_TOOL = 'execute_tool' as const;
 export const TOOL_TYPE_FUNCTION = 'function' as const;
@@ -47,6 +52,7 @@ export const LINK_TYPE_ORIGINAL_EXECUTION = 'original_execution' as const;
 export { OUTCOMES, REJECTED_REASONS } from '../contract/outcomes.js';
 export const CONFLICT_REASONS = ['params_mismatch', 'user_mismatch'] as const;
 export const LEDGER_OPERATIONS = ['claim', 'complete', 'lookup'] as const;
+export { STEP_OUTCOMES } from '../contract/observer.js';
 
 export const METRIC = {
   TOOL_CALLS: 'tool_ledger.tool.calls',

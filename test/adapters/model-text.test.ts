@@ -148,6 +148,13 @@ const ROWS: readonly Row[] = [
     call: 'LEDGER_CLOSED: The server is shutting down and did not run {tool}. Nothing was done. Call it again in a moment with the same arguments.',
     read: 'LEDGER_CLOSED: The server is shutting down and did not run {tool}. Nothing was done. Call it again in a moment with the same arguments.',
   },
+  {
+    name: 'OUTCOME_UNKNOWN',
+    error: () => new ToolLedgerError('OUTCOME_UNKNOWN', 'interrupted'),
+    argument: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
+    call: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
+    read: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
+  },
 ];
 
 /** The one sentence a replay starts with; a first execution reads as the bare JSON. */

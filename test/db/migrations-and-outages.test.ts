@@ -273,7 +273,7 @@ describe('a database that fails while saving a result', () => {
     const refused = await tool.call({}, { key: 'charge-4' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ToolLedgerError);
     expect(refused).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: false });
-    expect((refused as Error).message).toMatch(/keeps 1 unsaved results .*maxUnsavedResults=1.*not kept/);
+    expect((refused as Error).message).toMatch(/keeps 1 unsaved result .*maxUnsavedResults=1.*not kept/);
     expect((refused as Error).message).toMatch(/runs the tool again/);
     // The kept one still lands once the database answers.
     state.down = false;

@@ -109,6 +109,8 @@ const ERROR_TEXTS = {
   CONFIG_INVALID: (_error, s) => `${s.tool} was not run. Nothing was done. ${NOT_SET_UP}`,
   LEDGER_CLOSED: (_error, s) =>
     `The server is shutting down and did not run ${s.tool}. Nothing was done. Call it again in a moment ${same(s)}.`,
+  OUTCOME_UNKNOWN: (_error, s) =>
+    `An earlier attempt of this request to ${s.tool} was interrupted while it acted, so it is not known whether it took effect. ${s.tool} will not repeat it until an operator has checked. Do not call ${s.tool} again for this request, with this or a new key; tell the user it needs checking.`,
 } as const satisfies Record<ErrorCode, Text>;
 
 /** The text a model reads for a ledger error: the stable code, then what happened and what to do next. */
@@ -159,6 +161,7 @@ const JOB_STATE_TEXT = {
   succeeded: 'has succeeded',
   failed: 'has failed',
   abandoned: 'was abandoned: its worker stopped before finishing',
+  unknown: 'was interrupted while it acted, and whether it took effect is unknown',
 } as const satisfies Record<JobStatus['status'], string>;
 
 /** What a job call or a status poll says about a job, and what to call next. */
@@ -172,6 +175,7 @@ export function jobText(
     succeeded: 'Its result follows.',
     failed: status.error ? `The error: ${sentence(status.error.message)}` : '',
     abandoned: `To resume it, call ${names.jobTool} again with the same arguments and the same "${names.keyField}" as the first time.`,
+    unknown: 'An operator must check it before anything is repeated; do not start it again with a new key.',
   } as const satisfies Record<JobStatus['status'], string>;
   return `Job ${status.jobId} ${JOB_STATE_TEXT[status.status]}. ${next[status.status]}`.trim();
 }
