@@ -1,4 +1,4 @@
-import type { HandlerContext, LedgerOptions } from '../../../src/index.js';
+import type { LedgerOptions } from '../../../src/index.js';
 
 /** What the step worker (test/faults/fixtures/step-worker.ts) is told, as JSON in its one argument. */
 export interface StepWorkerConfig {
@@ -51,28 +51,3 @@ export type WorkerLine =
     };
 
 export type AnswerLine = Extract<WorkerLine, { type: 'answer' }>;
-
-/** The step API of issue 22 as described before it landed; `withSteps` types a handler context with it. */
-export interface StepContext {
-  readonly key: string;
-}
-export type OnUnknown<T> = 'rerun' | 'fail' | ((step: StepContext) => Promise<T | undefined>);
-export interface StepsHandlerContext extends HandlerContext {
-  step<T>(
-    name: string,
-    fn: (step: StepContext) => Promise<T>,
-    options?: { onUnknown?: OnUnknown<T> },
-  ): Promise<T>;
-}
-
-export function withSteps(ctx: HandlerContext): StepsHandlerContext {
-  const steps = ctx as unknown as StepsHandlerContext;
-  if (typeof steps.step === 'function') return steps;
-  // Until issue 22's ctx.step is on this branch: steps that record nothing, so the scenarios can be run against
-  // today's ledger and must report the duplicates it makes (the harness catches them). Removed at the merge.
-  const key = (name: string) =>
-    `${ctx.tenant}_${ctx.tool}_${ctx.key}_${name}`.replace(/[^A-Za-z0-9_-]/g, '_');
-  return Object.assign(Object.create(ctx) as StepsHandlerContext, {
-    step: <T>(name: string, fn: (step: StepContext) => Promise<T>) => fn({ key: key(name) }),
-  });
-}
