@@ -8,6 +8,9 @@ import { type Provider, type ProviderEffect, startProvider } from './provider.js
 import type { FaultProxy } from './proxy.js';
 import type { AnswerLine, StepWorkerConfig, WorkerLine } from './step-protocol.js';
 
+/** The ledger's record of a run's steps (`tool_runs.steps`), as far as these checks read it. */
+type StepRecords = Readonly<Record<string, { status: string; attempt: number; result?: string | null }>>;
+
 const WORKER = join(import.meta.dirname, '..', 'fixtures', 'step-worker.ts');
 const STEPS = ['charge', 'email', 'ticket'] as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -129,7 +132,10 @@ interface JudgeInput {
   readonly schema: string;
   readonly options: LedgerOptions;
   /** For `any` keys: whether an unknown outcome is possible (a step that cannot be repeated may have started). */
-  readonly unknownAllowed: (effects: Readonly<Record<string, number>>) => boolean;
+  readonly unknownAllowed: (facts: {
+    effects: Readonly<Record<string, number>>;
+    steps: StepRecords;
+  }) => boolean;
   readonly healedAt: number;
   readonly notes: Record<string, number>;
 }
@@ -164,10 +170,19 @@ async function judge(input: JudgeInput): Promise<StepRow> {
     tenant_id: string;
     idempotency_key: string;
     status: string;
+    attempt: number;
     result_json: Record<string, string> | null;
+    steps: StepRecords | null;
   }>(
-    `SELECT tenant_id, idempotency_key, status, result_json FROM "${input.schema}".tool_runs WHERE tool_name = 'checkout'`,
+    `SELECT tenant_id, idempotency_key, status, attempt, result_json, steps
+     FROM "${input.schema}".tool_runs WHERE tool_name = 'checkout'`,
   );
+  // Evidence the fault bit: runs a later attempt took over, and steps a later attempt recorded.
+  for (const r of rows) {
+    if (r.attempt > 1) note('ledger: runs with attempt > 1');
+    if (Object.values(r.steps ?? {}).some((st) => st.attempt > 1))
+      note('ledger: runs with steps of attempt > 1');
+  }
   const rowBy = new Map(rows.map((r) => [id(r.tenant_id, r.idempotency_key), r]));
 
   const lines = input.workers.flatMap((w) => w.worker.lines);
@@ -253,6 +268,11 @@ async function judge(input: JudgeInput): Promise<StepRow> {
               `${k}: a success names ${step} ${a.value[step]}, the provider made ${made.map((e) => e.id)}`,
             );
           }
+          const record = row?.steps?.[step];
+          if (record?.status !== 'succeeded' || !record.result?.includes(`"${a.value[step]}"`)) {
+            wrongSuccess++;
+            problems.push(`${k}: a success's ${step} step is recorded ${record?.status}: ${record?.result}`);
+          }
           if (row?.status !== 'succeeded' || row.result_json?.[step] !== a.value[step]) {
             wrongSuccess++;
             problems.push(`${k}: a success's ${step} is not what the ledger stored (${row?.status})`);
@@ -275,7 +295,9 @@ async function judge(input: JudgeInput): Promise<StepRow> {
         continue;
       }
       if (a.code === 'OUTCOME_UNKNOWN') {
-        const allowed = expect === 'unknown' || (expect === 'any' && input.unknownAllowed(perStep));
+        const steps = row?.steps ?? {};
+        const allowed =
+          expect === 'unknown' || (expect === 'any' && input.unknownAllowed({ effects: perStep, steps }));
         if (!allowed) {
           wrongAnswers++;
           problems.push(`${k}: OUTCOME_UNKNOWN, though no step that cannot be repeated was interrupted`);
@@ -294,6 +316,13 @@ async function judge(input: JudgeInput): Promise<StepRow> {
     }
     if (expect === 'unknown' && mine.length > 0 && statuses[k] !== 'unknown') {
       problems.push(`${k}: the row is ${statuses[k]}, expected unknown`);
+    }
+    // An unknown outcome is the interrupted email step's: recorded as started, with the ticket never begun.
+    if (expect === 'unknown' && (row?.steps?.email?.status !== 'started' || row.steps.ticket)) {
+      wrongAnswers++;
+      problems.push(
+        `${k}: steps recorded ${JSON.stringify(row?.steps)}, expected the email step started only`,
+      );
     }
   }
   if (provider.badKeys.length > 0) {
@@ -436,6 +465,7 @@ export async function runStepKills(server: FaultServer): Promise<StepRow> {
 }
 
 export interface DeadNetworkPlan {
+  readonly name: string;
   /** One process with 16 callers, or two with 8 each. */
   readonly processes: 1 | 2;
   readonly leaseSeconds: number;
@@ -455,7 +485,7 @@ export async function runDeadNetwork(
   proxy: FaultProxy,
   plan: DeadNetworkPlan,
 ): Promise<StepRow> {
-  const scenario = `dead network ${plan.faultSeconds} s, ${plan.processes} proc`;
+  const scenario = plan.name;
   const schema = await freshSchema(server);
   const provider = await startProvider();
   // Each step takes a while, so the fault lands inside steps, between them and in completions.
@@ -519,8 +549,9 @@ export async function runDeadNetwork(
       server,
       schema,
       options,
-      // The email step (no repeat, no lookup) can only have started once the charge was made.
-      unknownAllowed: (effects) => (effects.charge ?? 0) > 0,
+      // Only the email step may be unknown (the charge reruns, the ticket has a lookup): it must have started, after
+      // the charge was made, and have no recorded result.
+      unknownAllowed: ({ effects, steps }) => (effects.charge ?? 0) > 0 && steps.email?.status === 'started',
       healedAt,
       notes,
     });
