@@ -186,6 +186,19 @@ async function judge(input: JudgeInput): Promise<StepRow> {
   const rowBy = new Map(rows.map((r) => [id(r.tenant_id, r.idempotency_key), r]));
 
   const lines = input.workers.flatMap((w) => w.worker.lines);
+  // Which processes acted on each key, and in which the email step's function began and resolved.
+  const acts = new Map<string, { actors: Set<number>; emailRan: Set<number>; emailDone: Set<number> }>();
+  input.workers.forEach(({ worker }, n) => {
+    for (const { line } of worker.lines) {
+      if (!('key' in line)) continue;
+      const k = id(line.tenant, line.key);
+      const act = acts.get(k) ?? { actors: new Set(), emailRan: new Set(), emailDone: new Set() };
+      acts.set(k, act);
+      act.actors.add(n);
+      if (line.type === 'step' && line.step === 'email')
+        (line.event === 'ran' ? act.emailRan : act.emailDone).add(n);
+    }
+  });
   const answersBy = new Map<string, AnswerLine[]>();
   let calls = 0;
   let unsettled = 0;
@@ -312,6 +325,26 @@ async function judge(input: JudgeInput): Promise<StepRow> {
       if (expect !== 'any') {
         wrongAnswers++;
         problems.push(`${k}: ${a.code} (${a.message.slice(0, 120)}), expected ${expect}`);
+      }
+    }
+    if (mine.some((a) => !a.ok && a.code === 'OUTCOME_UNKNOWN')) {
+      // What the processes knew of the email step, the only one that can end unknown.
+      const act = acts.get(k);
+      const done = act?.emailDone.size ?? 0;
+      note(
+        done > 0
+          ? 'unknown: email step finished in a process'
+          : (act?.emailRan.size ?? 0) > 0
+            ? 'unknown: email step ran, never finished'
+            : 'unknown: email step never ran',
+      );
+      // One process did everything for this key and finished the email step itself: it held that result, so a
+      // retry or takeover in it must save it, not declare it unknown (issue 22's never-rerun, for steps).
+      if (act?.actors.size === 1 && done > 0) {
+        wrongAnswers++;
+        problems.push(
+          `${k}: OUTCOME_UNKNOWN, though the one process calling it finished the email step itself`,
+        );
       }
     }
     if (expect === 'unknown' && mine.length > 0 && statuses[k] !== 'unknown') {

@@ -28,6 +28,8 @@ export type WorkerLine =
   | { type: 'crash'; message: string }
   | { type: 'hold'; tenant: string; key: string; phase: string }
   | { type: 'start'; tenant: string; key: string; lane: number }
+  /** A step's function began (`ran`) or resolved (`done`) in this process, in that attempt of the run. */
+  | { type: 'step'; tenant: string; key: string; step: string; event: 'ran' | 'done'; attempt: number }
   | { type: 'retry'; tenant: string; key: string; lane: number; code: string; ms: number }
   | {
       type: 'answer';
