@@ -185,11 +185,25 @@ async function judge(input: JudgeInput): Promise<StepRow> {
   }
   const rowBy = new Map(rows.map((r) => [id(r.tenant_id, r.idempotency_key), r]));
 
+  let wrongAnswers = 0;
   const lines = input.workers.flatMap((w) => w.worker.lines);
   // Which processes acted on each key, and in which the email step's function began and resolved.
   const acts = new Map<string, { actors: Set<number>; emailRan: Set<number>; emailDone: Set<number> }>();
+  // Issue 22's first promise, read from each process's own order of events: once its handler has returned for a
+  // key (a finished result in hand), that process never starts the key's handler again.
+  const finishedIn = new Set<string>();
   input.workers.forEach(({ worker }, n) => {
     for (const { line } of worker.lines) {
+      if (line.type === 'handler') {
+        const k = `${n}/${id(line.tenant, line.key)}`;
+        if (line.event === 'end') finishedIn.add(k);
+        else if (finishedIn.has(k)) {
+          wrongAnswers++;
+          problems.push(
+            `${id(line.tenant, line.key)}: its handler started again (attempt ${line.attempt}) in a process that had already finished it`,
+          );
+        }
+      }
       if (!('key' in line)) continue;
       const k = id(line.tenant, line.key);
       const act = acts.get(k) ?? { actors: new Set(), emailRan: new Set(), emailDone: new Set() };
@@ -215,6 +229,8 @@ async function judge(input: JudgeInput): Promise<StepRow> {
     if (line.type === 'retry') {
       calls++;
       note(`retry ${line.code}`);
+      // Whose lease was lost (a step's save or the completion) says which attempt a takeover fenced out.
+      if (line.code === 'LEASE_LOST') note(`retry LEASE_LOST: ${line.message.slice(0, 40)}`);
       if (line.ms > boundMs) unsettled++;
     }
     if (line.type === 'answer') {
@@ -242,7 +258,6 @@ async function judge(input: JudgeInput): Promise<StepRow> {
   let duplicates = 0;
   let untyped = 0;
   let wrongSuccess = 0;
-  let wrongAnswers = 0;
   let unfinished = 0;
   const answers: Record<string, string[]> = {};
   const effects: Record<string, Record<string, number>> = {};

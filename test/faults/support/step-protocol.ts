@@ -28,9 +28,11 @@ export type WorkerLine =
   | { type: 'crash'; message: string }
   | { type: 'hold'; tenant: string; key: string; phase: string }
   | { type: 'start'; tenant: string; key: string; lane: number }
+  /** The handler began or returned (its value in hand, not yet saved) in this process, in that attempt. */
+  | { type: 'handler'; tenant: string; key: string; event: 'start' | 'end'; attempt: number }
   /** A step's function began (`ran`) or resolved (`done`) in this process, in that attempt of the run. */
   | { type: 'step'; tenant: string; key: string; step: string; event: 'ran' | 'done'; attempt: number }
-  | { type: 'retry'; tenant: string; key: string; lane: number; code: string; ms: number }
+  | { type: 'retry'; tenant: string; key: string; lane: number; code: string; message: string; ms: number }
   | {
       type: 'answer';
       tenant: string;
