@@ -5,6 +5,7 @@ import type { FaultRow } from './support/load.js';
 import { startFaultServer } from './support/postgres-server.js';
 import { startProxy } from './support/proxy.js';
 import { SCENARIOS } from './support/scenarios.js';
+import { STEP_SCENARIOS } from './support/step-scenarios.js';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '1' }, only: { type: 'string' } },
@@ -26,6 +27,7 @@ const COLUMNS = [
 ] as const;
 
 export function broken(row: FaultRow): boolean {
+  if ((row.wrongAnswers ?? 0) > 0) return true;
   return row.duplicates + row.unsettled + row.untyped + row.crashes + row.wrongSuccess + row.unfinished > 0;
 }
 
@@ -46,13 +48,18 @@ try {
     process.stdout.write(
       `${COLUMNS.map(([n, w]) => (n === 'scenario' ? n.padEnd(w) : n.padStart(w))).join(' ')}  bound\n`,
     );
-    for (const scenario of SCENARIOS) {
+    for (const scenario of [...SCENARIOS, ...STEP_SCENARIOS]) {
       if (values.only && !scenario.name.includes(values.only)) continue;
       const row = await scenario.run({ server, proxy });
       failed ||= broken(row);
       process.stdout.write(`${format(row)}  ${row.boundSeconds.toFixed(1)}\n`);
       const notes = Object.entries(row.notes).map(([k, v]) => `${k}=${v}`);
+      if (row.wrongAnswers) notes.unshift(`wrongAnswers=${row.wrongAnswers}`);
       if (notes.length > 0) process.stdout.write(`    ${notes.join(', ')}\n`);
+      // Step scenarios name each broken promise by key: the first few say what went wrong.
+      for (const problem of ((row as { problems?: readonly string[] }).problems ?? []).slice(0, 8)) {
+        process.stdout.write(`    ! ${problem}\n`);
+      }
     }
   }
 } finally {

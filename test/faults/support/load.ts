@@ -25,6 +25,11 @@ export interface FaultRow {
   readonly recoverySeconds: number;
   /** The per-call bound the unsettled column counts against. */
   readonly boundSeconds: number;
+  /**
+   * Final answers other than the scenario allows (step scenarios): OUTCOME_UNKNOWN where no step that cannot be
+   * repeated was interrupted, a success where one was, or step keys a provider refuses or two keys share.
+   */
+  readonly wrongAnswers?: number;
   /** Extra counts a scenario asserts on (error codes seen, handler starts). */
   readonly notes: Readonly<Record<string, number>>;
 }
