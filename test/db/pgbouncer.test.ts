@@ -137,10 +137,11 @@ describe.skipIf(skipWithoutPgbouncer())('through PgBouncer in transaction mode',
       const tool = ledger.tool({
         name: 'slow',
         kind: 'mutation',
-        handler: async (input: { ms: number }) => {
-          await new Promise((resolve) => setTimeout(resolve, input.ms));
+        handler: async (input: unknown) => {
+          const { ms } = input as { ms: number };
+          await new Promise((resolve) => setTimeout(resolve, ms));
           handlerEnd = performance.now();
-          return input.ms;
+          return ms;
         },
       });
       const wakeMs: number[] = [];

@@ -1,7 +1,9 @@
 // `npm run faults`: runs every fault scenario on a Postgres of its own and prints one row per scenario.
 // `--runs N` repeats the whole set; the exit code is 1 when any row breaks the promise.
 import { parseArgs } from 'node:util';
+import { BOUNCER_SCENARIOS, startBouncerEnvironment } from './support/bouncer-scenarios.js';
 import type { FaultRow } from './support/load.js';
+import { PGBOUNCER_MISSING, pgbouncerBinary } from './support/pgbouncer.js';
 import { startFaultServer } from './support/postgres-server.js';
 import { startProxy } from './support/proxy.js';
 import { SCENARIOS } from './support/scenarios.js';
@@ -12,7 +14,7 @@ const { values } = parseArgs({
 const runs = Math.max(1, Math.min(10, Number(values.runs) || 1));
 
 const COLUMNS = [
-  ['scenario', 26],
+  ['scenario', 37],
   ['keys', 5],
   ['calls', 6],
   ['executions', 10],
@@ -39,6 +41,16 @@ function format(row: FaultRow): string {
 
 const server = await startFaultServer();
 const proxy = await startProxy(server.port);
+// The same scenarios through a real PgBouncer in transaction mode (rows named "pgbouncer: ..."), when installed.
+const bouncer = pgbouncerBinary() === undefined ? undefined : await startBouncerEnvironment(server);
+if (!bouncer) {
+  if (process.env.CI === 'true') throw new Error(PGBOUNCER_MISSING);
+  process.stdout.write(`pgbouncer rows skipped: ${PGBOUNCER_MISSING}\n`);
+}
+const sets = [
+  { scenarios: SCENARIOS, proxy },
+  ...(bouncer ? [{ scenarios: BOUNCER_SCENARIOS, proxy: bouncer.proxy }] : []),
+];
 let failed = false;
 try {
   for (let run = 1; run <= runs; run++) {
@@ -46,16 +58,18 @@ try {
     process.stdout.write(
       `${COLUMNS.map(([n, w]) => (n === 'scenario' ? n.padEnd(w) : n.padStart(w))).join(' ')}  bound\n`,
     );
-    for (const scenario of SCENARIOS) {
-      if (values.only && !scenario.name.includes(values.only)) continue;
-      const row = await scenario.run({ server, proxy });
-      failed ||= broken(row);
-      process.stdout.write(`${format(row)}  ${row.boundSeconds.toFixed(1)}\n`);
-      const notes = Object.entries(row.notes).map(([k, v]) => `${k}=${v}`);
-      if (notes.length > 0) process.stdout.write(`    ${notes.join(', ')}\n`);
-    }
+    for (const set of sets)
+      for (const scenario of set.scenarios) {
+        if (values.only && !scenario.name.includes(values.only)) continue;
+        const row = await scenario.run({ server, proxy: set.proxy });
+        failed ||= broken(row);
+        process.stdout.write(`${format(row)}  ${row.boundSeconds.toFixed(1)}\n`);
+        const notes = Object.entries(row.notes).map(([k, v]) => `${k}=${v}`);
+        if (notes.length > 0) process.stdout.write(`    ${notes.join(', ')}\n`);
+      }
   }
 } finally {
+  await bouncer?.close();
   await proxy.close();
   await server.destroy();
 }
