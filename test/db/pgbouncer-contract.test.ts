@@ -1,6 +1,6 @@
 import { afterAll } from 'vitest';
-import { startFaultServer } from '../faults/support/postgres-server.js';
 import { PGBOUNCER_MISSING, pgbouncerBinary, startPgbouncer } from '../faults/support/pgbouncer.js';
+import { startFaultServer } from '../faults/support/postgres-server.js';
 
 // The ledger contract (contract.test.ts) and the cross-process race (processes.test.ts) again, with DATABASE_URL
 // pointing at a real PgBouncer in transaction mode in front of a Postgres of this file's own, and default options:
