@@ -23,10 +23,11 @@ import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { migrationScript } from './ledger/migrations.js';
 import { CompletionNotifier } from './ledger/notifier.js';
+import { loadDeploymentSecret } from './ledger/settings.js';
 import { LedgerStore } from './ledger/store.js';
 import { LedgerRuntime } from './middleware/runtime.js';
 import { createTool, type LedgerTool } from './middleware/tool.js';
-import { configuredSecret, type DeploymentSecret, loadDeploymentSecret } from './telemetry/key-secret.js';
+import { configuredSecret, type DeploymentSecret } from './telemetry/key-secret.js';
 import { createOtelObserver } from './telemetry/observer.js';
 
 export interface PurgeOptions {
