@@ -23,6 +23,7 @@ import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { migrationScript } from './ledger/migrations.js';
 import { CompletionNotifier } from './ledger/notifier.js';
+import { warnAboutAsyncStandbys } from './ledger/replication.js';
 import { loadDeploymentSecret } from './ledger/settings.js';
 import { LedgerStore } from './ledger/store.js';
 import { LedgerRuntime } from './middleware/runtime.js';
@@ -192,6 +193,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       // Before the key-hash secret is made: the saved start must not carry one.
       await afterMigrations?.();
     }
+    // One statement at start: a failover to an asynchronous standby can run keys twice, so say so once.
+    if (driver.kind === 'pg') await warnAboutAsyncStandbys(driver);
     // Before the ledger is handed out, so no call's span is keyed under anything else.
     if (config.telemetry !== false && configuredSecret(config.telemetry) === undefined) {
       deployment = await loadDeploymentSecret(driver, config.schema).catch((error: unknown) => {

@@ -2,6 +2,7 @@
 // `--runs N` repeats the whole set; the exit code is 1 when any row breaks the promise.
 import { parseArgs } from 'node:util';
 import { BOUNCER_SCENARIOS, startBouncerEnvironment } from './support/bouncer-scenarios.js';
+import { type FailoverMode, runFailover } from './support/failover.js';
 import type { FaultRow } from './support/load.js';
 import { PGBOUNCER_MISSING, pgbouncerBinary } from './support/pgbouncer.js';
 import { startFaultServer } from './support/postgres-server.js';
@@ -72,5 +73,35 @@ try {
   await bouncer?.close();
   await proxy.close();
   await server.destroy();
+}
+// Failover: a primary and a streaming standby of their own per row; the primary crashes under load and the standby
+// is promoted. Synchronous rows must show 0 duplicates and 0 lost results; the asynchronous rows measure the window.
+const FAILOVERS: readonly FailoverMode[] = [
+  { name: 'sync, synchronous_commit=on', synchronous: true, commit: 'on' },
+  { name: 'sync, remote_apply', synchronous: true, commit: 'remote_apply' },
+  { name: 'sync, on, 200 ms link', synchronous: true, commit: 'on', replicationDelayMs: 200 },
+  { name: 'async, loopback', synchronous: false },
+  { name: 'async, 200 ms link', synchronous: false, replicationDelayMs: 200 },
+];
+if (!values.only || 'failover'.includes(values.only)) {
+  for (let run = 1; run <= runs; run++) {
+    process.stdout.write(`\nfailover, run ${run} of ${runs}\n`);
+    process.stdout.write(
+      `${'failover'.padEnd(30)} ${['keys', 'acked', 'duplicates', 'lost', 'windowMs', 'recoverySeconds'].map((c) => c.padStart(10)).join(' ')}\n`,
+    );
+    for (const mode of FAILOVERS) {
+      const row = await runFailover(mode);
+      if (mode.synchronous && row.duplicates + row.lost > 0) failed = true;
+      const cells = [
+        row.keys,
+        row.acknowledged,
+        row.duplicates,
+        row.lost,
+        row.lostWindowMs,
+        row.recoverySeconds.toFixed(2),
+      ];
+      process.stdout.write(`${mode.name.padEnd(30)} ${cells.map((c) => String(c).padStart(10)).join(' ')}\n`);
+    }
+  }
 }
 process.exitCode = failed ? 1 : 0;
