@@ -242,7 +242,7 @@ async function scaling(server) {
 }
 
 /** Server-wide counters, read before and after each sustained run. */
-async function counters(admin) {
+async function counters(admin, own) {
   const [wal] = (
     await admin.query(
       'SELECT wal_records, wal_fpi, wal_bytes::float8 AS wal_bytes, wal_write, wal_sync FROM pg_stat_wal',
@@ -255,8 +255,12 @@ async function counters(admin) {
   ).rows;
   const [av] = (
     await admin.query(
-      `SELECT coalesce(sum(autovacuum_count), 0)::int AS autovacuums, coalesce(sum(autoanalyze_count), 0)::int AS autoanalyzes
+      // The side's own tables, and the other side's: work one side leaves behind can land in the other's run.
+      `SELECT coalesce(sum(autovacuum_count) FILTER (WHERE schemaname = $1), 0)::int AS autovacuums,
+         coalesce(sum(autoanalyze_count) FILTER (WHERE schemaname = $1), 0)::int AS autoanalyzes,
+         coalesce(sum(autovacuum_count + autoanalyze_count) FILTER (WHERE schemaname <> $1), 0)::int AS others
        FROM pg_stat_all_tables WHERE schemaname LIKE 'fleet_%'`,
+      [own],
     )
   ).rows;
   return { ...wal, ...bg, ...av };
@@ -278,7 +282,7 @@ async function sustained(server) {
     for (const side of ['ledger', 'hand']) {
       await admin.query('CHECKPOINT');
       await admin.query('SELECT pg_stat_statements_reset()');
-      const before = await counters(admin);
+      const before = await counters(admin, schemas[side]);
       const rate = await point({
         side,
         url: server.url,
@@ -288,7 +292,7 @@ async function sustained(server) {
         concurrency: 16,
         tag: `r${round}`,
       });
-      const d = diff(before, await counters(admin));
+      const d = diff(before, await counters(admin, schemas[side]));
       totals[side].push(rate);
       rows.push({
         run: `${round}${side === 'ledger' ? 'A tool-ledger' : 'B hand-written'}`,
@@ -299,7 +303,8 @@ async function sustained(server) {
         wal_sync: d.wal_sync,
         checkpoints: d.checkpoints,
         'buffers ckpt/clean/backend': `${d.buffers_checkpoint}/${d.buffers_clean}/${d.buffers_backend}`,
-        'autovacuum/analyze': `${d.autovacuums}/${d.autoanalyzes}`,
+        'own autovacuum/analyze': `${d.autovacuums}/${d.autoanalyzes}`,
+        'other side av+an': d.others,
         load: load(),
       });
       const top = (
