@@ -265,6 +265,20 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
     }
     if (pooler === 'unknown') pooler = 'absent';
   };
+  /** One probe at a time; one that failed (a full pool, a dead connection) is tried again by the next LISTEN. */
+  let probing: Promise<void> | undefined;
+  const probed = (connection: OpenConnection): Promise<void> => {
+    probing ??= probePooler(connection).catch((error: unknown) => {
+      probing = undefined;
+      throw error;
+    });
+    return probing;
+  };
+  const listenAll = async (connection: OpenConnection) => {
+    for (const channel of handlers.keys()) {
+      await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
+    }
+  };
 
   const reserved = new ReservedConnection({
     open: (onLost) => openReserved(pool, onLost, answerTimeoutMs),
@@ -272,10 +286,13 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
       connection.client.on('notification', (message) => {
         for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? '');
       });
-      if (handlers.size > 0 && pooler === 'unknown') await probePooler(connection);
-      if (pooler === 'present') return;
-      for (const channel of handlers.keys()) {
-        await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
+      if (pooler === 'absent') await listenAll(connection);
+      else if (pooler === 'unknown' && handlers.size > 0) {
+        // Not awaited: the probe needs a pool client, and renewals must never wait for the pool. LISTEN follows it.
+        probed(connection).then(
+          () => (pooler === 'absent' ? listenAll(connection) : undefined),
+          () => {},
+        );
       }
     },
     wanted: () => handlers.size > 0 && pooler !== 'present',
@@ -419,10 +436,11 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
       startHeartbeat();
       try {
         const connection = await reserved.connection();
-        // The connection may have opened for a renewal, before anyone listened, so without the probe.
-        if (pooler === 'unknown') await probePooler(connection);
+        // The first LISTEN waits for the probe (a waiter can; a renewal never does, see subscribe).
+        const first = pooler === 'unknown';
+        if (first) await probed(connection);
         // LISTEN is idempotent, so a channel a fresh connection already listened to costs one no-op statement.
-        if (isNew && pooler === 'absent') {
+        if ((isNew || first) && pooler === 'absent') {
           await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
         }
       } catch (error) {
