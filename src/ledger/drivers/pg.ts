@@ -289,10 +289,10 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
       if (pooler === 'absent') await listenAll(connection);
       else if (pooler === 'unknown' && handlers.size > 0) {
         // Not awaited: the probe needs a pool client, and renewals must never wait for the pool. LISTEN follows it.
-        probed(connection).then(
-          () => (pooler === 'absent' ? listenAll(connection) : undefined),
-          () => {},
-        );
+        // A failure of either is left to the next LISTEN (the notifier polls meanwhile), never unhandled.
+        probed(connection)
+          .then(() => (pooler === 'absent' ? listenAll(connection) : undefined))
+          .catch(() => {});
       }
     },
     wanted: () => handlers.size > 0 && pooler !== 'present',
