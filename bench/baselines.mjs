@@ -23,9 +23,11 @@ export const benchKey = (tag, c, i) => `${tag}_${c}_${i}`;
  */
 export async function handWritten(url, schema, { concurrency, instrument } = {}) {
   const pool = new pg.Pool({ connectionString: url, max: concurrency });
+  // An idle client's error (the bench's server stopping while a side is still open) must not crash the run.
+  pool.on('error', () => {});
   const t = `"${schema}".runs`;
   await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-  await pool.query(`CREATE TABLE ${t} (
+  await pool.query(`CREATE TABLE IF NOT EXISTS ${t} (
     tenant_id text NOT NULL, tool_name text NOT NULL, idempotency_key text NOT NULL,
     parameter_hash text NOT NULL, status text NOT NULL DEFAULT 'in_progress', result_json json,
     created_at timestamptz NOT NULL DEFAULT now(),

@@ -24,10 +24,12 @@ import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { migrationScript } from './ledger/migrations.js';
 import { CompletionNotifier } from './ledger/notifier.js';
+import { warnAboutAsyncStandbys } from './ledger/replication.js';
+import { loadDeploymentSecret } from './ledger/settings.js';
 import { LedgerStore } from './ledger/store.js';
 import { LedgerRuntime } from './middleware/runtime.js';
 import { createTool, type LedgerTool } from './middleware/tool.js';
-import { configuredSecret, type DeploymentSecret, loadDeploymentSecret } from './telemetry/key-secret.js';
+import { configuredSecret, type DeploymentSecret } from './telemetry/key-secret.js';
 import { createOtelObserver } from './telemetry/observer.js';
 
 export interface PurgeOptions {
@@ -195,6 +197,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       // Before the key-hash secret is made: the saved start must not carry one.
       await afterMigrations?.();
     }
+    // One statement at start: a failover to an asynchronous standby can run keys twice, so say so once.
+    if (driver.kind === 'pg') await warnAboutAsyncStandbys(driver);
     // Before the ledger is handed out, so no call's span is keyed under anything else.
     if (config.telemetry !== false && configuredSecret(config.telemetry) === undefined) {
       deployment = await loadDeploymentSecret(driver, config.schema).catch((error: unknown) => {

@@ -3,6 +3,7 @@ import { type DeriveKeyInput, deriveKey } from '../contract/derive-key.js';
 import { type PgPoolLike, pgDriver } from '../ledger/drivers/pg.js';
 import { applyMigrations } from '../ledger/migrate.js';
 import { LATEST_VERSION, migrationScript } from '../ledger/migrations.js';
+import { loadDeploymentSecret, rotateStoredSecret } from '../ledger/settings.js';
 import {
   countExpiredSql,
   forgottenTable,
@@ -11,7 +12,7 @@ import {
   settingsTable,
 } from '../ledger/sql.js';
 import { hashKey } from '../telemetry/key-hash.js';
-import { configuredSecret, loadDeploymentSecret, rotateStoredSecret } from '../telemetry/key-secret.js';
+import { configuredSecret } from '../telemetry/key-secret.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
 import { type Connection, connect, type Db, queryable, requireLedgerTable } from './db.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';

@@ -1,5 +1,6 @@
+import { readStoredSecret } from '../ledger/settings.js';
 import { settingsTable } from '../ledger/sql.js';
-import { configuredSecret, readStoredSecret } from '../telemetry/key-secret.js';
+import { configuredSecret } from '../telemetry/key-secret.js';
 import { KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
 import { type Db, queryable } from './db.js';
 

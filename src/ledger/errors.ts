@@ -1,6 +1,16 @@
 import { ToolLedgerError } from '../contract/errors.js';
 
-/** What a driver failure means for the caller: try again later, or fix something first. */
+/**
+ * Failures some part of the ledger handles by itself, beyond retrying: a settings table not there yet (before
+ * migration 4), a user without the right to it, and a prepared statement a pooler lost between connections.
+ */
+export const FAILURE_CONDITIONS = ['undefined_table', 'insufficient_privilege', 'statement_lost'] as const;
+export type FailureCondition = (typeof FAILURE_CONDITIONS)[number];
+
+/**
+ * What a driver failure means for the caller: try again later, or fix something first. The one place that reads
+ * SQLSTATEs, Node error codes and pg's messages; everything else asks it.
+ */
 export interface DriverFailure {
   readonly retryable: boolean;
   /** For permanent failures: what to change before a retry can succeed. */
@@ -10,11 +20,23 @@ export interface DriverFailure {
    * after it was sent), so "nothing happened" cannot be assumed. A SQLSTATE from the server is a definite answer.
    */
   readonly outcomeUnknown: boolean;
+  /**
+   * The server rolled the transaction back (SQLSTATE class 40 or 23), so a COMMIT that failed this way is a
+   * definite answer, not an unknown outcome.
+   */
+  readonly rolledBack?: boolean;
+  readonly condition?: FailureCondition;
 }
 
 const TRANSIENT: DriverFailure = { retryable: true, outcomeUnknown: false };
 const LOST: DriverFailure = { retryable: true, outcomeUnknown: true };
-const permanent = (fix: string): DriverFailure => ({ retryable: false, fix, outcomeUnknown: false });
+const permanent = (fix: string, condition?: FailureCondition): DriverFailure =>
+  condition === undefined
+    ? { retryable: false, fix, outcomeUnknown: false }
+    : { retryable: false, fix, outcomeUnknown: false, condition };
+const ROLLED_BACK_TRANSIENT: DriverFailure = { ...TRANSIENT, rolledBack: true };
+const POOLER =
+  'A pooler in transaction mode (PgBouncer before 1.21, RDS Proxy, Supavisor) lost a prepared statement between connections: pass preparedStatements: false';
 
 const MIGRATE =
   'The ledger schema is missing or older than this version: let createLedger migrate (migrate: true) or apply ledger.migrationSql() as the DBA';
@@ -29,16 +51,20 @@ const SQLSTATE: Readonly<Record<string, DriverFailure>> = {
   '57P04': permanent('The database was dropped: point the ledger at an existing database'),
   '53300': TRANSIENT, // too_many_connections
   '53400': permanent('A configured limit was exceeded: raise it on the server or lower poolSize'),
-  '40001': TRANSIENT, // serialization_failure
-  '40P01': TRANSIENT, // deadlock_detected
+  '40001': ROLLED_BACK_TRANSIENT, // serialization_failure
+  '40P01': ROLLED_BACK_TRANSIENT, // deadlock_detected
   '55P03': TRANSIENT, // lock_not_available (lock_timeout)
   '25P03': TRANSIENT, // idle_in_transaction_session_timeout ended the session
-  '42P01': permanent(MIGRATE),
+  '42P01': permanent(MIGRATE, 'undefined_table'),
+  // A named statement Postgres already has (Parse) or never had (Bind): refused before anything ran.
+  '42P05': permanent(POOLER, 'statement_lost'),
+  '26000': permanent(POOLER, 'statement_lost'),
   '42703': permanent(MIGRATE),
   '42883': permanent(MIGRATE),
   '3F000': permanent(MIGRATE),
   '42501': permanent(
     "The database user lacks a privilege on the ledger's schema: GRANT USAGE and CREATE on the schema and SELECT, INSERT, UPDATE, DELETE on its tables",
+    'insufficient_privilege',
   ),
   '3D000': permanent('The database does not exist: fix the database name in the connection string'),
   '28000': permanent('The server refused this user: fix the user or pg_hba.conf'),
@@ -49,12 +75,15 @@ const SQLSTATE: Readonly<Record<string, DriverFailure>> = {
 const SQLSTATE_CLASS: Readonly<Record<string, DriverFailure>> = {
   '08': LOST, // connection_exception: the statement may or may not have reached the server
   '53': TRANSIENT, // insufficient_resources: disk full, out of memory, too many connections
-  '40': TRANSIENT, // transaction_rollback
+  '40': ROLLED_BACK_TRANSIENT, // transaction_rollback
   '42': permanent(
     'The server rejected a ledger statement: check that the schema belongs to this tool-ledger version',
   ),
   '22': permanent('The server rejected a value: report this with the error as a tool-ledger bug'),
-  '23': permanent('A constraint refused the write: check for manual changes to the ledger table'),
+  '23': {
+    ...permanent('A constraint refused the write: check for manual changes to the ledger table'),
+    rolledBack: true,
+  },
   '25': TRANSIENT, // invalid_transaction_state: the transaction was aborted; a new one may succeed
   '28': permanent('Authentication failed: fix the credentials in the connection string'),
   '0A': permanent(

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
+import { rotateStoredSecret } from '../../src/ledger/settings.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
-import { rotateStoredSecret } from '../../src/telemetry/key-secret.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
 import { dashboardTargets, loadDashboard } from './support/configs.js';

@@ -4,6 +4,7 @@ import type { Queryable } from '../../contract/types.js';
 import type { Driver } from '../driver.js';
 import { classifyDriverError, ledgerUnavailable } from '../errors.js';
 import { quoteIdent } from '../sql.js';
+import { type OpenConnection, ReservedConnection } from './reserved.js';
 
 /** The parts of a `pg.PoolClient` used here, described structurally so any pg 8.x works. */
 export interface PgClientLike extends Queryable {
@@ -34,17 +35,8 @@ export interface PgDriverSettings {
   readonly heartbeatMs?: number;
 }
 
-/** A connection of the driver's own: LISTEN and lease renewals, which must never queue behind the pool. */
-interface ReservedConnection {
-  readonly client: Pick<PgClientLike, 'query' | 'on'>;
-  /** Closes without waiting on a peer that may never answer. */
-  dispose(): void;
-  /** The last statement sent: statements go one at a time (pg 9 drops its own queue). */
-  tail?: Promise<unknown>;
-}
-
-/** Sends one statement on a reserved connection after the ones before it, all within the bound. */
-function send<R>(connection: ReservedConnection, text: string, params: unknown[] | undefined, ms: number) {
+/** Sends one statement on the reserved connection after the ones before it, all within the bound. */
+function send<R>(connection: OpenConnection, text: string, params: unknown[] | undefined, ms: number) {
   const work = () => connection.client.query<R>(text, params);
   const next = (connection.tail ?? Promise.resolve()).then(work, work);
   connection.tail = next.catch(() => {});
@@ -57,13 +49,6 @@ type ClientConstructor = new (
   connect(): Promise<void>;
   end(): Promise<void>;
 };
-
-const LISTEN_FIRST_RETRY_MS = 100;
-const LISTEN_MAX_RETRY_MS = 5_000;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
 
 /** Rejects with an `ETIMEDOUT`-coded error (outcome unknown) when `work` has not answered within `ms`. */
 export function withinMs<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -113,7 +98,7 @@ async function openReserved(
   pool: PgPoolLike,
   onLost: () => void,
   connectMs: number,
-): Promise<ReservedConnection> {
+): Promise<OpenConnection> {
   const { Client, options } = pool as { Client?: ClientConstructor; options?: unknown };
   let lost = false;
   const lose = () => {
@@ -177,10 +162,25 @@ function submittableQueryOf(
   };
 }
 
+export const POOLER_WARNING_CODE = 'TOOL_LEDGER_POOLER';
+
+/**
+ * Said once per driver when a named statement went missing between connections: the one sign of a pooler in
+ * transaction mode that the ledger can see without being told.
+ */
+function poolerWarning(evidence: string): string {
+  return `tool-ledger: a pooler in transaction mode sits in front of Postgres (PgBouncer, RDS Proxy, Supavisor): ${evidence}. The ledger sends unnamed statements (pass preparedStatements: false to start that way) and no LISTEN, which does not work through transaction pooling: a duplicate call waiting for a running key polls instead, and sees its completion within 0.6 s plus one round trip (docs/operations.md, "PgBouncer").`;
+}
+
+function describeError(error: unknown): string {
+  const detail = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  return `a prepared statement was lost between connections (${detail}${typeof code === 'string' && !detail.includes(code) ? ` [${code}]` : ''})`;
+}
+
 /** Failures of COMMIT that are a definite answer: the transaction rolled back. */
 function commitRolledBack(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('40') || code.startsWith('23'));
+  return classifyDriverError(error).rolledBack === true;
 }
 
 function commitOutcomeUnknown(error: unknown): ToolLedgerError {
@@ -210,80 +210,102 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
     values,
   });
   const handlers = new Map<string, Set<(payload: string) => void>>();
-  let reserved: Promise<ReservedConnection> | undefined;
-  let closed = false;
-  let retryMs = LISTEN_FIRST_RETRY_MS;
-  let reconnecting = false;
   let heartbeat: NodeJS.Timeout | undefined;
 
-  const dropReserved = (connection?: ReservedConnection) => {
-    const current = reserved;
-    reserved = undefined;
-    if (connection) connection.dispose();
-    else
-      current?.then(
-        (c) => c.dispose(),
-        () => {},
-      );
-    if (handlers.size > 0) void relisten();
+  /**
+   * Whether a pooler in transaction mode sits in front of Postgres: unknown until the first LISTEN (or a lost
+   * prepared statement) finds out. Through such a pooler LISTEN must never be sent: the session that listens is
+   * handed to other clients, and with PgBouncer 1.18 answers then reach the wrong client (a claim read another
+   * statement's row and ran its handler a second time, in this project's tests). Waiters poll instead.
+   */
+  let pooler: 'unknown' | 'absent' | 'present' = 'unknown';
+  let warned = false;
+  const poolerFound = (evidence: string) => {
+    pooler = 'present';
+    if (warned) return;
+    warned = true;
+    process.emitWarning(poolerWarning(evidence), { code: POOLER_WARNING_CODE });
   };
 
-  const reservedConnection = (): Promise<ReservedConnection> => {
-    if (closed) return Promise.reject(new Error('Client was closed and is not queryable'));
-    if (reserved) return reserved;
-    let self: ReservedConnection | undefined;
-    const opening = openReserved(
-      pool,
-      () => {
-        if (reserved === opening) dropReserved(self);
-      },
-      answerTimeoutMs,
-    ).then(async (connection) => {
-      self = connection;
-      connection.client.on('notification', (message) => {
-        for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? '');
-      });
-      for (const channel of handlers.keys()) {
-        await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
+  /**
+   * Finds a pooler in transaction mode before the first LISTEN: the reserved connection's backend is read, then a
+   * pool client holds a transaction open, then the reserved connection's backend is read again. On a connection
+   * of its own, the backend never changes and the pool client's is another one; through transaction pooling the
+   * pool client is handed the backend the reserved connection just released (PgBouncer reuses the most recent
+   * one), or the reserved connection lands on another. Three rounds, so a busy pool's churn cannot hide it.
+   */
+  const probePooler = async (connection: OpenConnection): Promise<void> => {
+    const pid = async (q: (text: string) => Promise<{ rows: Array<{ pid: number }> }>) =>
+      (await q('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+    for (let round = 0; round < 3 && pooler === 'unknown'; round++) {
+      const own = () =>
+        send<{ pid: number }>(connection, 'SELECT pg_backend_pid() AS pid', undefined, answerTimeoutMs);
+      const first = await pid(own);
+      const other = await checkoutWithin(pool, answerTimeoutMs);
+      const onError = () => {};
+      other.on('error', onError);
+      let broken: Error | true | undefined;
+      try {
+        const inTx = (text: string) => withinMs(other.query<{ pid: number }>(text), answerTimeoutMs);
+        await inTx('BEGIN');
+        const held = await pid(inTx);
+        const again = await pid(own);
+        await inTx('COMMIT');
+        if (first !== again)
+          poolerFound(`the reserved connection's backend changed from ${first} to ${again}`);
+        else if (held === first)
+          poolerFound(`a pool client was handed the reserved connection's backend ${first}`);
+      } catch (error) {
+        broken = error instanceof Error ? error : true;
+        throw error;
+      } finally {
+        other.removeListener?.('error', onError);
+        other.release(broken);
       }
-      return connection;
-    });
-    reserved = opening;
-    opening.catch(() => {
-      if (reserved === opening) reserved = undefined;
-      self?.dispose();
-    });
-    return opening;
+    }
+    if (pooler === 'unknown') pooler = 'absent';
   };
-
-  /** Runs one statement on the reserved connection; a connection that does not answer is replaced. */
-  const onReserved = async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
-    const opening = reservedConnection();
-    const connection = await opening;
-    try {
-      return await send<R>(connection, text, params, answerTimeoutMs);
-    } catch (error) {
-      if (classifyDriverError(error).outcomeUnknown && reserved === opening) dropReserved(connection);
+  /** One probe at a time; one that failed (a full pool, a dead connection) is tried again by the next LISTEN. */
+  let probing: Promise<void> | undefined;
+  const probed = (connection: OpenConnection): Promise<void> => {
+    probing ??= probePooler(connection).catch((error: unknown) => {
+      probing = undefined;
       throw error;
+    });
+    return probing;
+  };
+  const listenAll = async (connection: OpenConnection) => {
+    for (const channel of handlers.keys()) {
+      await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
     }
   };
 
-  /** While anyone listens, keep a LISTEN connection up, reopening with backoff after it dies. */
-  const relisten = async () => {
-    if (reconnecting) return;
-    reconnecting = true;
-    try {
-      while (!closed && handlers.size > 0 && !reserved) {
-        try {
-          await reservedConnection();
-          retryMs = LISTEN_FIRST_RETRY_MS;
-        } catch {
-          await sleep(retryMs * (0.8 + Math.random() * 0.4));
-          retryMs = Math.min(retryMs * 2, LISTEN_MAX_RETRY_MS);
-        }
+  const reserved = new ReservedConnection({
+    open: (onLost) => openReserved(pool, onLost, answerTimeoutMs),
+    async subscribe(connection) {
+      connection.client.on('notification', (message) => {
+        for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? '');
+      });
+      if (pooler === 'absent') await listenAll(connection);
+      else if (pooler === 'unknown' && handlers.size > 0) {
+        // Not awaited: the probe needs a pool client, and renewals must never wait for the pool. LISTEN follows it.
+        // A failure of either is left to the next LISTEN (the notifier polls meanwhile), never unhandled.
+        probed(connection)
+          .then(() => (pooler === 'absent' ? listenAll(connection) : undefined))
+          .catch(() => {});
       }
-    } finally {
-      reconnecting = false;
+    },
+    wanted: () => handlers.size > 0 && pooler !== 'present',
+  });
+
+  /** Runs one statement on the reserved connection; a connection that does not answer is replaced. */
+  const onReserved = async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
+    const connection = await reserved.connection();
+    try {
+      return await send<R>(connection, text, params, answerTimeoutMs);
+    } catch (error) {
+      if (classifyDriverError(error).outcomeUnknown) reserved.lost(connection);
+      throw error;
     }
   };
 
@@ -291,22 +313,41 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
     if (heartbeat || heartbeatMs <= 0) return;
     // A black-holed connection raises no error; only a statement that goes unanswered shows it is gone.
     heartbeat = setInterval(() => {
-      if (handlers.size === 0 || !reserved) return;
+      if (handlers.size === 0 || reserved.state !== 'open') return;
       onReserved('SELECT 1').catch(() => {});
     }, heartbeatMs);
     heartbeat.unref();
   };
 
   const submittable = submittableQueryOf(pool);
-  const poolQuery = !preparedStatements
-    ? <R>(text: string, params?: unknown[]) => pool.query<R>(text, params)
-    : submittable
-      ? <R>(text: string, params?: unknown[]) =>
-          (pool as unknown as { query(q: object): Promise<{ rows: R[] }> }).query(
-            submittable(statementNameOf(text), text, params),
-          )
-      : <R>(text: string, params?: unknown[]) =>
-          (pool as unknown as { query(q: NamedQuery): Promise<{ rows: R[] }> }).query(named(text, params));
+  const unnamedQuery = <R>(text: string, params?: unknown[]) => pool.query<R>(text, params);
+  const namedQuery = submittable
+    ? <R>(text: string, params?: unknown[]) =>
+        (pool as unknown as { query(q: object): Promise<{ rows: R[] }> }).query(
+          submittable(statementNameOf(text), text, params),
+        )
+    : <R>(text: string, params?: unknown[]) =>
+        (pool as unknown as { query(q: NamedQuery): Promise<{ rows: R[] }> }).query(named(text, params));
+  // Named statements until a pooler shows it cannot keep them (see poolerFound); unnamed from then on.
+  let statements: 'named' | 'unnamed' = preparedStatements ? 'named' : 'unnamed';
+  const poolQuery = async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
+    if (statements === 'unnamed') return unnamedQuery<R>(text, params);
+    try {
+      return await namedQuery<R>(text, params);
+    } catch (error) {
+      if (classifyDriverError(error).condition !== 'statement_lost') throw error;
+      // The server refused the statement at Parse or Bind, before running anything, so sending it again is safe:
+      // a claim or a completion is never lost or doubled by this retry.
+      if (statements === 'named') {
+        statements = 'unnamed';
+        const wasListening = pooler !== 'present' && handlers.size > 0;
+        poolerFound(describeError(error));
+        // A LISTEN already sent went to a pooled backend: drop that connection, so nothing listens any more.
+        if (wasListening) reserved.drop();
+      }
+      return unnamedQuery<R>(text, params);
+    }
+  };
 
   /** Checks out a client and opens a transaction on it, once more on a fresh client if the first was stale. */
   const begin = async (): Promise<{ client: PgClientLike; onError: (error: Error) => void }> => {
@@ -394,12 +435,17 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
       set.add(onNotify);
       startHeartbeat();
       try {
-        const connection = await reservedConnection();
+        const connection = await reserved.connection();
+        // The first LISTEN waits for the probe (a waiter can; a renewal never does, see subscribe).
+        const first = pooler === 'unknown';
+        if (first) await probed(connection);
         // LISTEN is idempotent, so a channel a fresh connection already listened to costs one no-op statement.
-        if (isNew) await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
+        if ((isNew || first) && pooler === 'absent') {
+          await send(connection, `LISTEN ${quoteIdent(channel)}`, undefined, answerTimeoutMs);
+        }
       } catch (error) {
-        // Registered anyway: the LISTEN connection comes back on its own and subscribes to every channel.
-        void relisten();
+        // Registered anyway: the LISTEN connection comes back on its own (backoff) and subscribes to every channel.
+        reserved.ensure();
         throw error;
       }
       const registered = set;
@@ -408,10 +454,8 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
       };
     },
     async close() {
-      closed = true;
       if (heartbeat) clearInterval(heartbeat);
-      const connection = await reserved?.catch(() => undefined);
-      connection?.dispose();
+      reserved.close();
       // Bounded: a pool whose clients wait on a dead network would otherwise keep close() from returning.
       if (ownsPool) await withinMs(pool.end(), answerTimeoutMs).catch(() => {});
     },

@@ -1,8 +1,8 @@
 import { diag } from '@opentelemetry/api';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLedger, migrationSql } from '../../../src/index.js';
+import { loadDeploymentSecret } from '../../../src/ledger/settings.js';
 import { hashKey } from '../../../src/telemetry/key-hash.js';
-import { loadDeploymentSecret } from '../../../src/telemetry/key-secret.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../../../src/telemetry/vocabulary.js';
 import { backends, databaseUrl, uniqueSchema } from '../../support/db.js';
 import { captureDiagWarnings } from '../../support/diag.js';

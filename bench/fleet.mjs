@@ -1,0 +1,357 @@
+// Many processes against one database, and sustained runs, on a Postgres of the bench's own.
+//
+//   scaling:   1, 2, 4 and 8 processes of tool-ledger, then of the hand-written baseline (bench/baselines.mjs), at
+//              each point, first executions; then the same through PgBouncer (transaction mode) when installed.
+//   sustained: each side in its own process for BENCH_SUSTAINED_CALLS (20,000) first executions in a row,
+//              alternating A B A B, with the server's WAL, bgwriter/checkpoint and autovacuum counts and the
+//              top statements (pg_stat_statements) per side.
+//
+// Run: npm run build && node bench/fleet.mjs [scaling|sustained]
+// Env: BENCH_FLEET_CALLS (per point and side, default 8000), BENCH_FLEET_CONCURRENCY (per process, default 8),
+// BENCH_SUSTAINED_CALLS (default 20000), BENCH_SUSTAINED_ROUNDS (A B pairs, default 2).
+// The server is its own (initdb from /usr/lib/postgresql/*/bin), so the counts are the bench's alone; its settings
+// are Postgres' defaults (fsync on) with pg_stat_statements loaded.
+import { execFileSync, spawn } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { handWritten, toolLedger } from './baselines.mjs';
+import { fmtRatio, pairedChunks, pairRatio } from './paired.mjs';
+import { fmt } from './postgres.mjs';
+
+const what = process.argv[2] ?? 'all';
+const CALLS = Number(process.env.BENCH_FLEET_CALLS ?? 8000);
+const CONCURRENCY = Number(process.env.BENCH_FLEET_CONCURRENCY ?? 8);
+const SUSTAINED = Number(process.env.BENCH_SUSTAINED_CALLS ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_SUSTAINED_ROUNDS ?? 2);
+const POINTS = [1, 2, 4, 8];
+const WORKER = join(import.meta.dirname, 'fleet-worker.mjs');
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function binDir() {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const v = readdirSync(root)
+    .filter((d) => existsSync(join(root, d, 'bin', 'postgres')))
+    .sort((a, b) => Number(b) - Number(a))[0];
+  return v && join(root, v, 'bin');
+}
+
+/** Postgres and PgBouncer refuse to run as root: as `postgres` then. */
+function runAs() {
+  if (process.getuid?.() !== 0) return {};
+  const id = (flag) => Number(execFileSync('id', [flag, 'postgres']).toString().trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+async function waitFor(url, child, what) {
+  for (let i = 0; i < 400; i++) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`);
+    const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      await probe.end();
+      return;
+    } catch {
+      await probe.end().catch(() => {});
+      await sleep(50);
+    }
+  }
+  throw new Error(`${what} did not start`);
+}
+
+async function startServer() {
+  const bin = binDir();
+  if (!bin) throw new Error('no Postgres binaries in /usr/lib/postgresql/*/bin: apt-get install postgresql');
+  const user = runAs();
+  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-fleet-'));
+  if (user.uid !== undefined) chownSync(dir, user.uid, user.gid);
+  const data = join(dir, 'data');
+  execFileSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8'], {
+    stdio: 'ignore',
+    ...user,
+  });
+  const port = await freePort();
+  const args = ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
+  args.push('-c', 'max_connections=200', '-c', 'shared_preload_libraries=pg_stat_statements');
+  args.push('-c', 'pg_stat_statements.track=all');
+  const child = spawn(join(bin, 'postgres'), args, { stdio: 'ignore', ...user });
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  await waitFor(url, child, 'postgres');
+  return {
+    url,
+    port,
+    dir,
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGINT');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startBouncer(serverPort) {
+  const binary = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p));
+  if (!binary) return undefined;
+  const user = runAs();
+  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-fleet-bouncer-'));
+  if (user.uid !== undefined) chownSync(dir, user.uid, user.gid);
+  const port = await freePort();
+  writeFileSync(join(dir, 'users.txt'), '"postgres" ""\n');
+  const ini = join(dir, 'pgbouncer.ini');
+  writeFileSync(
+    ini,
+    `[databases]\n* = host=127.0.0.1 port=${serverPort}\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = ${port}\nunix_socket_dir = ${dir}\nauth_type = trust\nauth_file = ${join(dir, 'users.txt')}\npool_mode = transaction\ndefault_pool_size = 20\nmax_client_conn = 1000\nignore_startup_parameters = extra_float_digits, statement_timeout, options\nlogfile = ${join(dir, 'log')}\n`,
+  );
+  const child = spawn(binary, [ini], { stdio: 'ignore', ...user });
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  await waitFor(url, child, 'pgbouncer');
+  return {
+    url,
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts `processes` workers of one side, releases them together, and returns calls/s over the wall time. */
+async function point({ side, url, schema, processes, calls, concurrency, prepared = true, tag }) {
+  const each = Math.ceil(calls / processes);
+  const workers = Array.from({ length: processes }, (_, p) => {
+    const child = spawn(
+      process.execPath,
+      [WORKER, side, url, schema, String(each), String(concurrency), `${tag}p${p}`, String(prepared)],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    const ready = new Promise((resolve, reject) => {
+      child.stdout.on('data', (chunk) => {
+        out += chunk;
+        if (out.includes('READY')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`${side} worker exited with ${code}`)));
+    });
+    const done = new Promise((resolve, reject) => {
+      child.once('exit', (code) => {
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (code === 0 && line) resolve(JSON.parse(line));
+        else reject(new Error(`${side} worker exited with ${code}`));
+      });
+    });
+    return { child, ready, done };
+  });
+  await Promise.all(workers.map((w) => w.ready));
+  const started = performance.now();
+  for (const w of workers) w.child.stdin.write('GO\n');
+  const results = await Promise.all(workers.map((w) => w.done));
+  const ms = performance.now() - started;
+  return (results.reduce((a, r) => a + r.calls, 0) / ms) * 1000;
+}
+
+async function prepare(url, tag) {
+  // Tables made once here, so that the workers of a point share them (one index, one database).
+  const ledger = await toolLedger(url, `fleet_ledger_${tag}`);
+  await ledger.close();
+  const hand = await handWritten(url, `fleet_hand_${tag}`, { concurrency: 1 });
+  await hand.close();
+  return { ledger: `fleet_ledger_${tag}`, hand: `fleet_hand_${tag}` };
+}
+
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+
+async function scaling(server) {
+  const tag = Date.now().toString(36);
+  const schemas = await prepare(server.url, tag);
+  const table = {};
+  console.log(
+    `\nscaling: first executions, ${CALLS} calls per point and side shared among the processes, concurrency ${CONCURRENCY} per process, sides alternating at each point (load average before: ${load()})`,
+  );
+  for (const processes of POINTS) {
+    const ledger = await point({
+      side: 'ledger',
+      url: server.url,
+      schema: schemas.ledger,
+      processes,
+      calls: CALLS,
+      concurrency: CONCURRENCY,
+      tag: `s${processes}`,
+    });
+    const hand = await point({
+      side: 'hand',
+      url: server.url,
+      schema: schemas.hand,
+      processes,
+      calls: CALLS,
+      concurrency: CONCURRENCY,
+      tag: `s${processes}`,
+    });
+    table[`${processes} process${processes > 1 ? 'es' : ''}`] = {
+      'tool-ledger': fmt(ledger),
+      'hand-written': fmt(hand),
+      ratio: (ledger / hand).toFixed(2),
+      load: load(),
+    };
+  }
+  const bouncer = await startBouncer(server.port);
+  if (!bouncer) console.log('PgBouncer rows skipped: apt-get install pgbouncer');
+  else {
+    try {
+      for (const processes of [4, 8]) {
+        const opts = {
+          url: bouncer.url,
+          processes,
+          calls: CALLS,
+          concurrency: CONCURRENCY,
+          tag: `b${processes}`,
+        };
+        const ledger = await point({ ...opts, side: 'ledger', schema: schemas.ledger, prepared: false });
+        const hand = await point({ ...opts, side: 'hand', schema: schemas.hand });
+        table[`${processes} processes, PgBouncer (pool 20)`] = {
+          'tool-ledger': fmt(ledger),
+          'hand-written': fmt(hand),
+          ratio: (ledger / hand).toFixed(2),
+          load: load(),
+        };
+      }
+    } finally {
+      await bouncer.stop();
+    }
+  }
+  console.table(table);
+}
+
+/** Server-wide counters, read before and after each sustained run. */
+async function counters(admin, own) {
+  const [wal] = (
+    await admin.query(
+      'SELECT wal_records, wal_fpi, wal_bytes::float8 AS wal_bytes, wal_write, wal_sync FROM pg_stat_wal',
+    )
+  ).rows;
+  const [bg] = (
+    await admin.query(
+      'SELECT checkpoints_timed + checkpoints_req AS checkpoints, buffers_checkpoint, buffers_clean, buffers_backend FROM pg_stat_bgwriter',
+    )
+  ).rows;
+  const [av] = (
+    await admin.query(
+      // The side's own tables, and the other side's: work one side leaves behind can land in the other's run.
+      `SELECT coalesce(sum(autovacuum_count) FILTER (WHERE schemaname = $1), 0)::int AS autovacuums,
+         coalesce(sum(autoanalyze_count) FILTER (WHERE schemaname = $1), 0)::int AS autoanalyzes,
+         coalesce(sum(autovacuum_count + autoanalyze_count) FILTER (WHERE schemaname <> $1), 0)::int AS others
+       FROM pg_stat_all_tables WHERE schemaname LIKE 'fleet_%'`,
+      [own],
+    )
+  ).rows;
+  return { ...wal, ...bg, ...av };
+}
+
+const diff = (a, b) => Object.fromEntries(Object.keys(b).map((k) => [k, Number(b[k]) - Number(a[k])]));
+
+async function sustained(server) {
+  const tag = Date.now().toString(36);
+  const schemas = await prepare(server.url, tag);
+  const admin = new pg.Pool({ connectionString: server.url, max: 1 });
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  console.log(
+    `\nsustained: each side in its own process, ${SUSTAINED} first executions in a row at concurrency 16, A B A B (${ROUNDS} rounds); counts are the server's over each run (load average before: ${load()})`,
+  );
+  const rows = [];
+  const totals = { ledger: [], hand: [] };
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const side of ['ledger', 'hand']) {
+      await admin.query('CHECKPOINT');
+      await admin.query('SELECT pg_stat_statements_reset()');
+      const before = await counters(admin, schemas[side]);
+      const rate = await point({
+        side,
+        url: server.url,
+        schema: schemas[side],
+        processes: 1,
+        calls: SUSTAINED,
+        concurrency: 16,
+        tag: `r${round}`,
+      });
+      const d = diff(before, await counters(admin, schemas[side]));
+      totals[side].push(rate);
+      rows.push({
+        run: `${round}${side === 'ledger' ? 'A tool-ledger' : 'B hand-written'}`,
+        'calls/s': fmt(rate),
+        'WAL B/call': (d.wal_bytes / SUSTAINED).toFixed(0),
+        'WAL rec/call': (d.wal_records / SUSTAINED).toFixed(2),
+        'FPI/call': (d.wal_fpi / SUSTAINED).toFixed(3),
+        wal_sync: d.wal_sync,
+        checkpoints: d.checkpoints,
+        'buffers ckpt/clean/backend': `${d.buffers_checkpoint}/${d.buffers_clean}/${d.buffers_backend}`,
+        'own autovacuum/analyze': `${d.autovacuums}/${d.autoanalyzes}`,
+        'other side av+an': d.others,
+        load: load(),
+      });
+      const top = (
+        await admin.query(
+          `SELECT calls, round(total_exec_time::numeric, 0) AS ms, round((total_exec_time / greatest(calls, 1))::numeric * 1000, 1) AS us_per_call,
+             round((wal_bytes / greatest(calls, 1))::numeric, 0) AS wal_b_per_call, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS query
+           FROM pg_stat_statements WHERE query LIKE '%fleet_${side}_${tag}%' ORDER BY total_exec_time DESC LIMIT 3`,
+        )
+      ).rows;
+      if (round === 1) {
+        console.log(`top statements of ${side} (pg_stat_statements, run ${round}):`);
+        console.table(top);
+      }
+    }
+  }
+  console.table(rows);
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(
+    `sustained ratio tool-ledger / hand-written: ${(median(totals.ledger) / median(totals.hand)).toFixed(2)} (medians of ${ROUNDS} runs per side)`,
+  );
+  await admin.end();
+}
+
+/**
+ * bench/ledger.mjs's way on the same server, for the comparison: both sides in one process, 1,000-call chunks
+ * interleaved, the same number of calls per side as one sustained run.
+ */
+async function interleaved(server) {
+  const tag = Date.now().toString(36);
+  const sides = {
+    ledger: await toolLedger(server.url, `fleet_ilg_${tag}`),
+    hand: await handWritten(server.url, `fleet_ihand_${tag}`, { concurrency: 16 }),
+  };
+  const chunks = Math.max(2, Math.round(SUSTAINED / 1000));
+  const result = await pairedChunks({ sides, phases: ['first'], chunks, chunkSize: 1000, concurrency: 16 });
+  for (const side of Object.values(sides)) await side.close();
+  const { rate, rounds } = result.first;
+  console.log(
+    `\ninterleaved (bench/ledger.mjs's way, same server): ${chunks} x 1000 first executions per side in one process, concurrency 16: tool-ledger ${fmt(rate.ledger)}, hand-written ${fmt(rate.hand)} calls/s, ratio ${fmtRatio(pairRatio(rounds, 'ledger', 'hand'))} (load average after: ${load()})`,
+  );
+}
+
+const server = await startServer();
+try {
+  if (what === 'all' || what === 'scaling') await scaling(server);
+  if (what === 'all' || what === 'sustained') await sustained(server);
+  if (what === 'all' || what === 'sustained' || what === 'interleaved') await interleaved(server);
+} finally {
+  await server.stop();
+}

@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createLedger, ToolLedgerError } from '../../../src/index.js';
+import type { PgPoolLike } from '../../../src/ledger/drivers/pg.js';
+import { readWriteClient } from '../../../src/ledger/drivers/read-write.js';
+import { FAULT_OPTIONS } from './load.js';
+import { type ReplicatedPair, startReplicatedPair } from './replication.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface FailoverMode {
+  readonly name: string;
+  readonly synchronous: boolean;
+  readonly commit?: 'on' | 'remote_apply';
+  /** Delay on the replication stream, ms (none by default: loopback). */
+  readonly replicationDelayMs?: number;
+}
+
+export interface FailoverRow {
+  readonly mode: string;
+  readonly keys: number;
+  /** Keys whose caller was told a success before the retry pass. */
+  readonly acknowledged: number;
+  /** Handler runs beyond the first per key, after every key was retried once more on the promoted standby. */
+  readonly duplicates: number;
+  /** Acknowledged results the promoted standby does not hold (missing row, other result, not succeeded). */
+  readonly lost: number;
+  /** For lost results: how long before the crash the earliest of them was acknowledged (the window), ms. */
+  readonly lostWindowMs: number;
+  /** From the crash to the first success of a fresh key on the promoted standby. */
+  readonly recoverySeconds: number;
+  /** Errors the callers saw, by code (they retried the retryable ones). */
+  readonly notes: Readonly<Record<string, number>>;
+}
+
+/**
+ * Load on a primary with a streaming standby; the primary crashes a second in and the standby is promoted at
+ * once. The ledger's pool reaches whichever node is read-write (`readWriteClient`, the equivalent of libpq's
+ * `target_session_attrs=read-write`, which pg lacks). Every key is then retried once more, as an agent would,
+ * so a completion the standby lost shows as a second run.
+ */
+export async function runFailover(mode: FailoverMode, pair?: ReplicatedPair): Promise<FailoverRow> {
+  const own = pair === undefined;
+  const cluster = pair ?? (await startReplicatedPair({ replicationDelayMs: mode.replicationDelayMs }));
+  const { primary, standby } = cluster;
+  try {
+    await cluster.configure(mode);
+    await cluster.streaming(mode.synchronous);
+    const hosts = [primary, standby].map((n) => ({ host: '127.0.0.1', port: n.port }));
+    const newPool = () => {
+      const pool = new pg.Pool({
+        Client: readWriteClient(pg.Client, hosts),
+        user: 'postgres',
+        database: 'postgres',
+        max: FAULT_OPTIONS.poolSize,
+        connectionTimeoutMillis: FAULT_OPTIONS.connectTimeoutSeconds * 1000 * 2,
+        query_timeout: FAULT_OPTIONS.queryTimeoutSeconds * 1000,
+        statement_timeout: FAULT_OPTIONS.statementTimeoutSeconds * 1000,
+      } as unknown as pg.PoolConfig);
+      pool.on('error', () => {});
+      return pool;
+    };
+    const pool = newPool();
+    const schema = `failover_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const { poolSize: _p, ...options } = FAULT_OPTIONS;
+    const ledger = await createLedger({ ...options, pool: pool as unknown as PgPoolLike as never, schema });
+    const runs = new Map<string, number>();
+    const notes: Record<string, number> = {};
+    const note = (name: string) => {
+      notes[name] = (notes[name] ?? 0) + 1;
+    };
+    const chargeOn = (on: typeof ledger) =>
+      on.tool({
+        name: 'charge',
+        kind: 'mutation',
+        handler: async (_input: unknown, ctx) => {
+          runs.set(ctx.key as string, (runs.get(ctx.key as string) ?? 0) + 1);
+          await sleep(30);
+          return { execId: randomUUID() };
+        },
+      });
+    let tool = chargeOn(ledger);
+    const acked = new Map<string, { execId: string; at: number }>();
+    const deadline = Date.now() + 60_000;
+    const drive = async (key: string) => {
+      for (let attempt = 0; attempt < 300 && Date.now() < deadline; attempt++) {
+        try {
+          const value = (await tool.call({}, { key })) as { execId: string };
+          if (!acked.has(key)) acked.set(key, { execId: value.execId, at: Date.now() });
+          return;
+        } catch (error) {
+          if (!(error instanceof ToolLedgerError)) {
+            note('untyped');
+            return;
+          }
+          note(error.code);
+          if (!error.retryable) return;
+          await sleep(Math.min(error.retryAfterMs ?? 100, 250));
+        }
+      }
+    };
+    const keys: string[] = [];
+    const drivers: Promise<void>[] = [];
+    const started = Date.now();
+    let crashAt = 0;
+    let failover: Promise<void> | undefined;
+    for (let i = 0; Date.now() - started < 4000; i++) {
+      if (!failover && Date.now() - started >= 1000) {
+        crashAt = Date.now();
+        failover = cluster.crashPrimary().then(() => cluster.promote());
+      }
+      const key = `k${i}`;
+      keys.push(key);
+      drivers.push(drive(key), drive(key));
+      await sleep(25);
+    }
+    await failover;
+    let recoverySeconds = Number.NaN;
+    for (let i = 0; Date.now() < deadline; i++) {
+      try {
+        await tool.call({}, { key: `probe-${i}` });
+        recoverySeconds = (Date.now() - crashAt) / 1000;
+        break;
+      } catch {
+        await sleep(50);
+      }
+    }
+    await Promise.all(drivers);
+    const acknowledged = acked.size;
+    // What the promoted standby holds decides whether an acknowledged result was lost.
+    const rows = await standby.sql<{ key: string; status: string; exec: string }>(
+      `SELECT idempotency_key AS key, status, result_json->>'execId' AS exec FROM "${schema}".tool_runs WHERE tool_name = 'charge'`,
+    );
+    const stored = new Map(rows.map((r) => [r.key, r]));
+    let lost = 0;
+    let earliestLost = Number.POSITIVE_INFINITY;
+    for (const [key, { execId, at }] of acked) {
+      const row = stored.get(key);
+      if (row?.status !== 'succeeded' || row.exec !== execId) {
+        lost++;
+        earliestLost = Math.min(earliestLost, at);
+      }
+    }
+    // The retry pass: one more call per key, as an agent's retry would make, from another process (a ledger of its
+    // own: this one's replay cache would answer from memory what the standby lost).
+    const retryPool = newPool();
+    const retrier = await createLedger({ ...options, pool: retryPool as never, schema });
+    tool = chargeOn(retrier);
+    await Promise.all(keys.map((key) => drive(key)));
+    await retrier.close({ timeoutSeconds: 2 });
+    await retryPool.end().catch(() => {});
+    let duplicates = 0;
+    for (const key of keys) duplicates += Math.max(0, (runs.get(key) ?? 0) - 1);
+    await ledger.close({ timeoutSeconds: 2 });
+    await pool.end().catch(() => {});
+    return {
+      mode: mode.name,
+      keys: keys.length,
+      acknowledged,
+      duplicates,
+      lost,
+      lostWindowMs: lost > 0 ? Math.max(0, crashAt - earliestLost) : 0,
+      recoverySeconds,
+      notes,
+    };
+  } finally {
+    if (own) await cluster.destroy();
+  }
+}
