@@ -74,9 +74,14 @@ async function forward(name: string, input: unknown, scope: CallScope): Promise<
       try {
         const meta: Record<string, unknown> = { ...scope.meta };
         delete meta[MCP_KEY_META_KEY];
-        delete meta.traceparent;
-        delete meta.tracestate;
-        propagation.inject(context.active(), meta);
+        // The upstream continues this span's trace; without a tracing SDK nothing is injected, and the client's
+        // own trace context passes on as it came.
+        const carrier: Record<string, string> = {};
+        propagation.inject(context.active(), carrier);
+        if (carrier.traceparent !== undefined) {
+          delete meta.tracestate;
+          Object.assign(meta, carrier);
+        }
         const params = {
           ...scope.params,
           arguments: input,
