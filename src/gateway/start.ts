@@ -20,8 +20,13 @@ export interface StartGatewayOptions extends GatewayOptions {
   readonly listen?: { readonly host: string; readonly port: number };
   /** For HTTP: where each call's tenant and user come from. @default {} (the fixed `tenant` and `user`) */
   readonly identity?: HttpIdentityOptions;
-  /** For stdio: the client-side transport, when not this process's stdin and stdout. @default stdio */
-  readonly downstream?: GatewayTransport;
+  /**
+   * The client-side transport, when not this process's stdin and stdout: any `Transport` of an MCP SDK (for
+   * example one end of `InMemoryTransport.createLinkedPair()`). Typed by its lifecycle only, so every SDK
+   * version's message types fit.
+   * @default this process's stdio
+   */
+  readonly downstream?: { start(): Promise<void>; close(): Promise<void> };
 }
 
 /** A running gateway. */
@@ -140,7 +145,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         },
       };
     }
-    const downstream = options.downstream ?? (await stdioServerTransport());
+    const downstream = (options.downstream as GatewayTransport | undefined) ?? (await stdioServerTransport());
     const { session, upstream } = await openSession(downstream);
     const pid = (upstream as { pid?: number | null }).pid;
     const closed = session.closed.then(stopLedger);

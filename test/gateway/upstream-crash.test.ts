@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
-  callTool,
   database,
   databaseUrl,
   EVERYTHING_SERVER,
