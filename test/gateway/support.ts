@@ -134,3 +134,67 @@ export async function eventually(
   }
   throw new Error(`condition not met after ${attempts} checks`);
 }
+
+/** A long-running child (a gateway on HTTP, an HTTP server) that a suite stops by its own pid. */
+export interface Child {
+  readonly process: import('node:child_process').ChildProcess;
+  readonly stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/** Spawns a child and waits until a line of its output matches `ready` (bounded by `attempts` checks). */
+export async function spawnUntil(
+  command: string,
+  args: readonly string[],
+  ready: RegExp,
+  env: Record<string, string> = {},
+): Promise<Child & { readonly match: RegExpMatchArray }> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(command, [...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => {
+    output += String(chunk);
+  });
+  child.stderr?.on('data', (chunk) => {
+    output += String(chunk);
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  try {
+    await eventually(() => ready.test(output) || child.exitCode !== null, 600, 50);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const match = output.match(ready);
+  if (!match) throw new Error(`${command} exited before it was ready:\n${output}`);
+  return { process: child, stderr: () => output, stop, match };
+}
+
+/** A port nobody listens on right now, for servers that take their port from the environment. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as import('node:net').AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** `tool-ledger gateway --listen 127.0.0.1:0 …` as a child; resolves with the URL it serves. */
+export async function httpGateway(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<Child & { readonly url: URL }> {
+  const { command, args: full } = gatewayCommand(['--listen', '127.0.0.1:0', ...args]);
+  const child = await spawnUntil(command, full, /serving MCP \(Streamable HTTP\) at (\S+)/, env);
+  return { ...child, url: new URL(child.match[1] as string) };
+}
