@@ -7,10 +7,12 @@ import {
   callTool,
   database,
   databaseUrl,
+  errorCode,
   gatewayCommand,
   outcome,
   ROOT,
   stdioClient,
+  texts,
 } from './support.js';
 
 const db = database();
@@ -63,5 +65,19 @@ describe('what the upstream sees', () => {
     expect(outcome(again)).toBe('replayed');
     expect(again.structuredContent).toEqual(first.structuredContent);
     expect(JSON.stringify(first.structuredContent)).not.toContain('probe-meta');
+  });
+
+  it('reads the annotations again after tools/list_changed', async () => {
+    const before = await callTool(client, 'switchable', {});
+    expect(errorCode(before)).toBe('KEY_REQUIRED');
+    await callTool(client, 'make_read_only', { idempotency_key: 'flip-1' });
+    // No new tools/list from the client: the gateway lists the tools itself after the notification.
+    const after = await callTool(client, 'switchable', {});
+    expect(after.isError).toBeFalsy();
+    expect(texts(after)).toMatch(/^switchable call \d+$/);
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === 'switchable')?.inputSchema.properties).not.toHaveProperty(
+      'idempotency_key',
+    );
   });
 });
