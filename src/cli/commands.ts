@@ -37,11 +37,11 @@ export interface Io {
   readonly readStdin: () => Promise<string>;
 }
 
-function print(io: Io, json: boolean, data: unknown, human: () => string): void {
+export function print(io: Io, json: boolean, data: unknown, human: () => string): void {
   io.out(json ? JSON.stringify(data, null, 2) : human());
 }
 
-async function withDb<T>(connection: Connection, fn: (db: Db) => Promise<T>): Promise<T> {
+export async function withDb<T>(connection: Connection, fn: (db: Db) => Promise<T>): Promise<T> {
   const db = await connect(connection);
   try {
     return await fn(db);
@@ -312,7 +312,7 @@ interface ListRow {
   lapsed_seconds: number | null;
 }
 
-export const STATUSES = ['in_progress', 'succeeded', 'failed'] as const;
+export const STATUSES = ['in_progress', 'succeeded', 'failed', 'unknown'] as const;
 
 export async function listCommand(
   io: Io,

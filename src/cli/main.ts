@@ -20,6 +20,7 @@ import {
 } from './commands.js';
 import { resolveConnection } from './db.js';
 import { CliError, EXIT, usageError } from './errors.js';
+import { resolutionOf, resolveCommand } from './resolve.js';
 
 const HELP = `tool-ledger: support CLI for the tool-ledger idempotency ledger
 
@@ -47,6 +48,12 @@ Commands
                                               List the runs with key K that would be deleted (dry run);
                                               --yes deletes them and records who, when and why
                                               (key as HMAC) in tool_runs_forgotten
+  resolve --key K [--tenant T] [--tool N] (--result JSON | --failed MESSAGE | --rerun) [--by WHO] [--reason TEXT]
+                                              Settle a run in status unknown (an interrupted effect,
+                                              listed by list --status unknown) once you have checked
+                                              the provider: --result JSON it happened (replayed from
+                                              now on), --failed MESSAGE a final failure, --rerun the
+                                              next call runs it again; recorded in tool_runs_resolved
   stats [--tenant T]                          Count runs by tool and status, with stale and expired rows
   gateway [options] -- <server command>       Run an MCP gateway: replay safety and telemetry in front of
                                               any MCP server (tool-ledger gateway --help)
@@ -81,6 +88,8 @@ Examples
   tool-ledger inspect --job job_7f3a
   tool-ledger list --status in_progress --stale --json | jq '.runs[].key'
   tool-ledger list --status failed --tool charge_card --limit 20
+  tool-ledger list --status unknown                                   # interrupted effects to settle
+  tool-ledger resolve --key order-991 --tool charge_card --result '{"chargeId":"ch_1"}' --reason 'seen in Stripe'
   tool-ledger purge --expired --dry-run
   tool-ledger purge --expired --batch-size 5000
   printf %s 'maria@example.com' | tool-ledger hash-key --schema billing_ledger
@@ -135,6 +144,16 @@ const COMMAND_OPTIONS = {
     tool: { type: 'string' },
     key: { type: 'string' },
     yes: { type: 'boolean', default: false },
+    by: { type: 'string' },
+    reason: { type: 'string' },
+  },
+  resolve: {
+    tenant: { type: 'string' },
+    tool: { type: 'string' },
+    key: { type: 'string' },
+    result: { type: 'string' },
+    failed: { type: 'string' },
+    rerun: { type: 'boolean', default: false },
     by: { type: 'string' },
     reason: { type: 'string' },
   },
@@ -288,6 +307,17 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         tenant: str('tenant'),
         tool: str('tool'),
         yes: flag('yes'),
+        by: str('by') ?? osUser(io.env),
+        reason: str('reason'),
+        json,
+        connection: connection(),
+      });
+    case 'resolve':
+      return resolveCommand(io, {
+        key: required('resolve', 'key', str('key')),
+        tenant: str('tenant'),
+        tool: str('tool'),
+        resolution: resolutionOf({ result: str('result'), failed: str('failed'), rerun: flag('rerun') }),
         by: str('by') ?? osUser(io.env),
         reason: str('reason'),
         json,

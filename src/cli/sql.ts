@@ -1,4 +1,10 @@
-import { forgottenTable, KEY_HASH_SECRET_SETTING, runsTable, settingsTable } from '../ledger/sql.js';
+import {
+  forgottenTable,
+  KEY_HASH_SECRET_SETTING,
+  resolvedTable,
+  runsTable,
+  settingsTable,
+} from '../ledger/sql.js';
 
 /**
  * Read-only statements of the support CLI. They live apart from the ledger's hot-path SQL because they serve
@@ -89,3 +95,42 @@ export const settingsTableExistsSql = `SELECT to_regclass(format('%I.tool_ledger
 export function keySecretUpdatedAtSql(schema: string): string {
   return `SELECT updated_at FROM ${settingsTable(schema)} WHERE name = '${KEY_HASH_SECRET_SETTING}'`;
 }
+
+/**
+ * Settles unknown outcomes (`tool-ledger resolve`) and records each in the audit table, in one statement. Only rows
+ * in status `unknown` change. `rerun` leaves a retryable failure, and marks the run's unsettled steps failed so the
+ * next attempt runs them again instead of finding them unknown once more. $1 key, $2 tenant or null, $3 tool or
+ * null, $4 resolution ('result', 'failed' or 'rerun'), $5 result JSON or null, $6 error JSON or null, $7 key
+ * attribute, $8 key value (telemetry form), $9 by, $10 reason.
+ */
+export function resolveUnknownSql(schema: string): string {
+  return `WITH settled AS (
+  UPDATE ${runsTable(schema)} SET
+    status = CASE WHEN $4::text = 'result' THEN 'succeeded' ELSE 'failed' END,
+    final = ($4::text = 'failed'),
+    result_json = CASE WHEN $4::text = 'result' THEN $5::json END,
+    error_json = CASE WHEN $4::text = 'result' THEN NULL ELSE $6::jsonb END,
+    steps = CASE WHEN $4::text = 'rerun' AND steps IS NOT NULL THEN (
+      SELECT jsonb_object_agg(name, CASE WHEN step ->> 'status' = 'started'
+        THEN step || '{"status": "failed"}'::jsonb ELSE step END)
+      FROM jsonb_each(steps) AS s(name, step)) ELSE steps END,
+    lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()
+  WHERE idempotency_key = $1::text AND ($2::text IS NULL OR tenant_id = $2::text)
+    AND ($3::text IS NULL OR tool_name = $3::text) AND status = 'unknown'
+  RETURNING id, tenant_id, tool_name
+)
+INSERT INTO ${resolvedTable(schema)} (run_id, tenant_id, tool_name, key_attribute, key_value, resolution, resolved_by, reason)
+SELECT id, tenant_id, tool_name, $7::text, $8::text, $4::text, $9::text, $10::text FROM settled
+RETURNING run_id::text AS run_id, tenant_id, tool_name, resolved_at`;
+}
+
+/** The unknown runs of a key, to check that `resolve` names exactly one. $1 key, $2 tenant or null, $3 tool or null. */
+export function unknownRunsByKeySql(schema: string): string {
+  return `SELECT id::text AS id, tenant_id, tool_name, error_json FROM ${runsTable(schema)}
+WHERE idempotency_key = $1::text AND ($2::text IS NULL OR tenant_id = $2::text)
+  AND ($3::text IS NULL OR tool_name = $3::text) AND status = 'unknown'
+ORDER BY tenant_id, tool_name`;
+}
+
+/** Whether the resolve audit table exists (migration 7). $1 schema. */
+export const resolvedTableExistsSql = `SELECT to_regclass(format('%I.tool_runs_resolved', $1::text)) IS NOT NULL AS exists`;

@@ -61,6 +61,17 @@ interface Ending {
   readonly final?: boolean;
 }
 
+/** One attempt's facts, as the runners of the handler need them. */
+interface Attempt {
+  readonly row: ClaimRow;
+  readonly input: unknown;
+  readonly tenant: string;
+  readonly unknown: UnknownRunContext;
+  readonly scope: CallScope;
+  readonly facts: CallFacts;
+  readonly started: number;
+}
+
 /** The handler's own error, carried through the driver's transaction so it is told apart by type, not identity. */
 class HandlerThrew {
   constructor(readonly error: unknown) {}
@@ -261,21 +272,14 @@ export function createExecutor(settings: ExecutorSettings): Execute {
   };
 
   /** Runs the handler in autocommit mode and classifies how it ended. */
-  const runPlain = async (
-    input: unknown,
-    handlerContext: HandlerContext,
-    tenant: string,
-    ctx: UnknownRunContext,
-    scope: CallScope,
-    facts: CallFacts,
-    started: number,
-  ): Promise<Ending> => {
+  const runPlain = async (attempt: Attempt, handlerContext: HandlerContext): Promise<Ending> => {
+    const { facts, started } = attempt;
     let value: unknown;
     try {
-      value = await handler(input, handlerContext);
+      value = await handler(attempt.input, handlerContext);
     } catch (error) {
       facts.executionSeconds = (performance.now() - started) / 1000;
-      return thrown(error, tenant, ctx, scope);
+      return thrown(error, attempt.tenant, attempt.unknown, attempt.scope);
     }
     facts.executionSeconds = (performance.now() - started) / 1000;
     try {
@@ -288,15 +292,10 @@ export function createExecutor(settings: ExecutorSettings): Execute {
 
   /** Runs the handler inside the transaction that completes the row, and classifies how it ended. */
   const runInTransaction = async (
-    row: ClaimRow,
-    input: unknown,
+    attempt: Attempt,
     makeContext: (db: Queryable) => HandlerContext,
-    tenant: string,
-    ctx: UnknownRunContext,
-    scope: CallScope,
-    facts: CallFacts,
-    started: number,
   ): Promise<Ending> => {
+    const { row, input, scope, facts, started } = attempt;
     try {
       return await store.driver.transaction(async (tx): Promise<Ending> => {
         let value: unknown;
@@ -319,7 +318,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     } catch (error) {
       // The driver rethrows what the callback threw, or its own error when the connection died under it.
       if (error instanceof HandlerThrew) {
-        const ending = await thrown(error.error, tenant, ctx, scope);
+        const ending = await thrown(error.error, attempt.tenant, attempt.unknown, scope);
         return ending.kind === 'handler_threw' ? { ...ending, kind: 'tx_handler_threw' } : ending;
       }
       if (error instanceof NotJsonError) return { kind: 'tx_result_not_json', error: notJson(error, false) };
@@ -345,18 +344,23 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
       leaseSeconds,
     );
-    const steps = new StepRunner({
-      store,
-      held: runtime.heldSteps,
-      fence: { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner! },
-      tool: name,
-      tenant,
-      key,
-      records: row.steps,
-      token: row.step_token,
-      scope,
-      signal: () => lease.signal,
-    });
+    // Made on a handler's first step only: most handlers record none, and a first execution should not pay for it.
+    let steps: StepRunner | undefined;
+    const step: HandlerContext['step'] = (stepName, fn, options) => {
+      steps ??= new StepRunner({
+        store,
+        held: runtime.heldSteps,
+        fence: { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner! },
+        tool: name,
+        tenant,
+        key,
+        records: row.steps,
+        token: row.step_token,
+        scope,
+        signal: () => lease.signal,
+      });
+      return steps.step(stepName, fn, options);
+    };
     const unknownContext: UnknownRunContext = {
       tool: name,
       tenant,
@@ -379,20 +383,28 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       },
       db,
       renewLease: lease.renew,
-      step: steps.step,
+      step,
     });
 
     scope.handlerStarted();
     try {
       // The previous attempt held the key and recorded nothing, not even a step: the tool's rule decides.
-      if (row.lapsed && !steps.hasRecords) {
+      if (row.lapsed && (row.steps === null || Object.keys(row.steps).length === 0)) {
         const settled = await settleUnknown(unknownContext, tenant, scope);
         if (settled) return await finish(row, settled, callKey, scope, facts);
       }
-      const started = performance.now();
+      const attempt: Attempt = {
+        row,
+        input,
+        tenant,
+        unknown: unknownContext,
+        scope,
+        facts,
+        started: performance.now(),
+      };
       const ending = transactional
-        ? await runInTransaction(row, input, handlerContext, tenant, unknownContext, scope, facts, started)
-        : await runPlain(input, handlerContext(undefined), tenant, unknownContext, scope, facts, started);
+        ? await runInTransaction(attempt, handlerContext)
+        : await runPlain(attempt, handlerContext(undefined));
       return await finish(row, ending, callKey, scope, facts);
     } finally {
       lease.release();

@@ -107,11 +107,6 @@ export class StepRunner {
     this.#token = settings.token;
   }
 
-  /** Whether an earlier attempt of this run recorded any step (then the steps settle their own unknowns). */
-  get hasRecords(): boolean {
-    return this.#records.size > 0;
-  }
-
   readonly step = <T>(
     name: string,
     fn: (step: StepContext) => T | Promise<T>,

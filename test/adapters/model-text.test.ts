@@ -151,7 +151,8 @@ const ROWS: readonly Row[] = [
   {
     name: 'OUTCOME_UNKNOWN',
     error: () => new ToolLedgerError('OUTCOME_UNKNOWN', 'interrupted'),
-    argument: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
+    argument:
+      'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
     call: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
     read: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
   },

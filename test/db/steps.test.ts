@@ -78,6 +78,36 @@ function payment(emailOptions: StepOptions<unknown> = {}) {
   };
 }
 
+/**
+ * A first call (ledger A) held inside its e-mail step, then crashed; ledger B is the process that retries.
+ * `finish` lets A's stuck handler go once B has answered, and returns what A's caller got.
+ */
+async function crashedInsideEmail(emailOptions: StepOptions<unknown>, key: string) {
+  const a = await backend.open();
+  const b = await backend.open({ schema: a.schema });
+  const p = payment(emailOptions);
+  const held = gate();
+  p.holdEmail(held.promise);
+  const toolA = a.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
+  const toolB = b.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
+  const stuck = toolA.invoke({ amount: 7 }, { key });
+  await expect.poll(() => p.effects.email, { timeout: 10_000 }).toBe(1);
+  await crash(a.schema, key);
+  p.release();
+  return {
+    p,
+    schema: a.schema,
+    retry: () => toolB.invoke({ amount: 7 }, { key }),
+    finish: () => {
+      held.open();
+      return stuck.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    },
+  };
+}
+
 describe('recorded steps', () => {
   it('saves each step before it returns, and a replay runs none of them again', async () => {
     // Prepare
@@ -133,90 +163,61 @@ describe('recorded steps', () => {
 
   it('after a crash inside a later step, replays the finished step and reruns a repeatable one with the same key', async () => {
     // Prepare
-    const a = await backend.open({ leaseSeconds: 30 });
-    const b = await backend.open({ schema: a.schema, leaseSeconds: 30 });
-    const p = payment({ onUnknown: 'rerun' });
-    const held = gate();
-    p.holdEmail(held.promise);
-    const toolA = a.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
-    const toolB = b.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
-    const stuck = toolA.invoke({ amount: 7 }, { key: 'k-crash' });
-    await expect.poll(() => p.effects.email, { timeout: 10_000 }).toBe(1);
-    await crash(a.schema, 'k-crash');
-    p.release();
+    const crashed = await crashedInsideEmail({ onUnknown: 'rerun' }, 'k-crash');
 
     // Act
-    const retried = await toolB.invoke({ amount: 7 }, { key: 'k-crash' });
-    held.open();
+    const retried = await crashed.retry();
+    const stuck = await crashed.finish();
 
     // Assess
     expect(retried).toMatchObject({ outcome: 'executed', attempt: 2 });
-    expect(p.effects).toEqual({ charge: 1, email: 2 });
+    expect(crashed.p.effects).toEqual({ charge: 1, email: 2 });
     // The rerun passes the same provider key, so a provider that dedupes sees one request.
-    expect(p.keys.email[0]).toBe(p.keys.email[1]);
-    await expect(stuck).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(crashed.p.keys.email[0]).toBe(crashed.p.keys.email[1]);
+    expect(stuck).toMatchObject({ code: 'LEASE_LOST' });
   });
 
   it("ends with a final OUTCOME_UNKNOWN for an interrupted step whose rule is 'fail' (the default), and keeps it", async () => {
     // Prepare
-    const a = await backend.open();
-    const b = await backend.open({ schema: a.schema });
-    const p = payment();
-    const held = gate();
-    p.holdEmail(held.promise);
-    const toolA = a.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
-    const toolB = b.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
-    const stuck = toolA.invoke({ amount: 9 }, { key: 'k-unknown' });
-    await expect.poll(() => p.effects.email, { timeout: 10_000 }).toBe(1);
-    await crash(a.schema, 'k-unknown');
-    p.release();
+    const crashed = await crashedInsideEmail({}, 'k-unknown');
 
     // Act
-    const retried = toolB.invoke({ amount: 9 }, { key: 'k-unknown' });
-    const later = retried.catch(() => toolB.invoke({ amount: 9 }, { key: 'k-unknown' }));
+    const retried = crashed.retry();
+    const later = retried.catch(() => crashed.retry());
 
     // Assess
     await expect(retried).rejects.toMatchObject({ code: 'OUTCOME_UNKNOWN', retryable: false });
     await expect(retried).rejects.toThrow(/tool-ledger resolve/);
     await expect(later).rejects.toMatchObject({ code: 'OUTCOME_UNKNOWN' });
-    expect(p.effects).toEqual({ charge: 1, email: 1 });
-    expect(await rowOf(a.schema, 'k-unknown')).toMatchObject({ status: 'unknown', attempt: 2 });
-    held.open();
-    await expect(stuck).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(crashed.p.effects).toEqual({ charge: 1, email: 1 });
+    expect(await rowOf(crashed.schema, 'k-unknown')).toMatchObject({ status: 'unknown', attempt: 2 });
+    expect(await crashed.finish()).toMatchObject({ code: 'LEASE_LOST' });
   });
 
   it('takes a lookup’s value as the step’s result, and runs the step when the lookup finds nothing', async () => {
     for (const found of [{ sent: 'looked up' }, undefined]) {
       // Prepare
-      const a = await backend.open();
-      const b = await backend.open({ schema: a.schema });
       const lookups: StepContext[] = [];
-      const p = payment({
-        onUnknown: async (s) => {
-          lookups.push(s);
-          return found;
+      const crashed = await crashedInsideEmail(
+        {
+          onUnknown: async (s) => {
+            lookups.push(s);
+            return found;
+          },
         },
-      });
-      const held = gate();
-      p.holdEmail(held.promise);
-      const toolA = a.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
-      const toolB = b.tool({ name: 'pay', kind: 'mutation', handler: p.handler as never });
-      const stuck = toolA.invoke({ amount: 3 }, { key: 'k-look' });
-      await expect.poll(() => p.effects.email, { timeout: 10_000 }).toBe(1);
-      await crash(a.schema, 'k-look');
-      p.release();
+        `k-look-${found ? 'found' : 'none'}`,
+      );
 
       // Act
-      const retried = await toolB.invoke({ amount: 3 }, { key: 'k-look' });
-      held.open();
-      await stuck.catch(() => undefined);
+      const retried = await crashed.retry();
+      await crashed.finish();
 
       // Assess
       expect(lookups).toHaveLength(1);
-      expect(lookups[0]?.key).toBe(p.keys.email[0]);
+      expect(lookups[0]?.key).toBe(crashed.p.keys.email[0]);
       expect(retried.value).toMatchObject({ email: found ?? { sent: true } });
-      expect(p.effects.email).toBe(found ? 1 : 2);
-      expect(p.effects.charge).toBe(1);
+      expect(crashed.p.effects.email).toBe(found ? 1 : 2);
+      expect(crashed.p.effects.charge).toBe(1);
     }
   });
 

@@ -147,6 +147,7 @@ describe('a real Prometheus scraping real tool calls', () => {
       'ToolLedgerFailureRateHigh',
       'ToolLedgerInProgressPileup',
       'ToolLedgerStuckRuns',
+      'ToolLedgerUnknownOutcome',
     ]);
     for (const rule of rules)
       expect([rule.name, rule.health, rule.lastError ?? '']).toEqual([rule.name, 'ok', '']);

@@ -1,0 +1,116 @@
+import { spawnSync } from 'node:child_process';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLedger, type Ledger, OutcomeUnknownError } from '../../src/index.js';
+import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
+
+// `tool-ledger list --status unknown` and `tool-ledger resolve` (issue 22): the real built binary against rows the
+// library left in status unknown, and what the next call with each key then does.
+
+const schema = uniqueSchema('resolve');
+const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+let ledger: Ledger;
+let runs = 0;
+
+function cli(args: string[]) {
+  const by = args[0] === 'resolve' ? ['--by', 'ana'] : [];
+  const r = spawnSync(process.execPath, [CLI_BIN, ...args, ...by, '--schema', schema], {
+    env: { ...process.env, DATABASE_URL: databaseUrl() },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A charge whose provider hangs up on the first try: under 'fail' the run is marked unknown. */
+function chargeTool() {
+  return ledger.tool({
+    name: 'charge_card',
+    kind: 'mutation',
+    handler: async (_: unknown, ctx) =>
+      ctx.step('charge', () => {
+        runs++;
+        if (runs <= 3) throw new OutcomeUnknownError('the provider hung up after the request was sent');
+        return { chargeId: `ch_${runs}` };
+      }),
+  });
+}
+
+describe('settling unknown outcomes from the CLI', () => {
+  let tool: ReturnType<typeof chargeTool>;
+
+  beforeAll(async () => {
+    ensureBuiltCli();
+    ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    tool = chargeTool();
+    for (const key of ['k-result', 'k-failed', 'k-rerun']) {
+      await expect(tool.call({}, { key })).rejects.toMatchObject({ code: 'OUTCOME_UNKNOWN' });
+    }
+  });
+
+  afterAll(async () => {
+    await ledger?.close();
+    await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await pool.end();
+  });
+
+  it('lists the runs in status unknown', () => {
+    const listed = cli(['list', '--status', 'unknown', '--json']);
+    expect(listed.code).toBe(0);
+    const keys = (JSON.parse(listed.stdout) as { runs: { key: string }[] }).runs.map((r) => r.key).sort();
+    expect(keys).toEqual(['k-failed', 'k-rerun', 'k-result']);
+  });
+
+  it('settles with a result, a final failure or a rerun, and the next call follows it', async () => {
+    // Act
+    const result = cli([
+      'resolve',
+      '--key',
+      'k-result',
+      '--result',
+      '{"chargeId":"ch_seen"}',
+      '--reason',
+      'in Stripe',
+    ]);
+    const failed = cli(['resolve', '--key', 'k-failed', '--failed', 'Not charged: card expired']);
+    const rerun = cli(['resolve', '--key', 'k-rerun', '--rerun']);
+
+    // Assess
+    expect(result).toMatchObject({ code: 0 });
+    expect(result.stdout).toMatch(/Settled 1 run as result \(recorded as resolved by ana\)/);
+    expect(failed.code).toBe(0);
+    expect(rerun.code).toBe(0);
+    await expect(tool.invoke({}, { key: 'k-result' })).resolves.toMatchObject({
+      outcome: 'replayed',
+      value: { chargeId: 'ch_seen' },
+    });
+    await expect(tool.call({}, { key: 'k-failed' })).rejects.toMatchObject({
+      code: 'TOOL_FAILED',
+      message: 'Not charged: card expired',
+      reason: 'resolved_by_operator',
+    });
+    const before = runs;
+    // The step that was unknown counts as not done: it runs again rather than coming back unknown.
+    await expect(tool.invoke({}, { key: 'k-rerun' })).resolves.toMatchObject({
+      outcome: 'executed',
+      value: { chargeId: `ch_${before + 1}` },
+    });
+    const audit = await pool.query(
+      `SELECT key_value, resolution, resolved_by, reason FROM "${schema}".tool_runs_resolved ORDER BY id`,
+    );
+    expect(audit.rows).toEqual([
+      { key_value: 'k-result', resolution: 'result', resolved_by: 'ana', reason: 'in Stripe' },
+      { key_value: 'k-failed', resolution: 'failed', resolved_by: 'ana', reason: null },
+      { key_value: 'k-rerun', resolution: 'rerun', resolved_by: 'ana', reason: null },
+    ]);
+  });
+
+  it('refuses a key with no unknown run, and a command line without exactly one resolution', () => {
+    expect(cli(['resolve', '--key', 'k-result', '--rerun'])).toMatchObject({ code: 3 });
+    const both = cli(['resolve', '--key', 'k-x', '--rerun', '--failed', 'no']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/exactly one of --result JSON/);
+    expect(cli(['resolve', '--key', 'k-x', '--result', '{not json'])).toMatchObject({ code: 2 });
+  });
+});
