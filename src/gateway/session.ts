@@ -245,7 +245,8 @@ export class GatewaySession {
   }
 
   async #upstreamClosed(): Promise<void> {
-    if (!this.#closing) this.shared.log('tool-ledger gateway: the upstream MCP server closed the connection.');
+    if (!this.#closing)
+      this.shared.log('tool-ledger gateway: the upstream MCP server closed the connection.');
     this.requests.closeAll();
     await this.close();
   }
