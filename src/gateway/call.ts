@@ -82,12 +82,10 @@ async function forward(name: string, input: unknown, scope: CallScope): Promise<
           delete meta.tracestate;
           Object.assign(meta, carrier);
         }
-        const params = {
-          ...scope.params,
-          arguments: input,
-          ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}),
-        };
-        if (Object.keys(meta).length === 0) delete (params as Record<string, unknown>)._meta;
+        // Everything else in params (task, future fields) passes on as the client sent it.
+        const params: Record<string, unknown> = { ...scope.params, arguments: input, _meta: meta };
+        if (input === undefined) delete params.arguments;
+        if (Object.keys(meta).length === 0) delete params._meta;
         const result = (await scope.upstream.request('tools/call', params, {
           timeoutMs: scope.timeoutMs,
           signal: scope.signal,
@@ -252,7 +250,8 @@ async function answerCall(
   };
   if (facts.kind === 'read') {
     try {
-      return { result: await forward(name, args, scope) };
+      // Read-only calls go on with their arguments exactly as sent.
+      return { result: await forward(name, params.arguments, scope) };
     } catch (error) {
       return upstreamFailure(error, name);
     }
