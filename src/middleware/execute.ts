@@ -358,6 +358,10 @@ export function createExecutor(settings: ExecutorSettings): Execute {
         token: row.step_token,
         scope,
         signal: () => lease.signal,
+        unrecordable:
+          transactional && store.driver.kind === 'pglite'
+            ? `Tool "${name}" is transactional on the embedded PGlite, which has one connection: the handler's transaction holds it, so ctx.step("${stepName}") could not record the step outside it. Use Postgres (connectionString or pool) for a transactional tool with steps, or make the tool non-transactional.`
+            : undefined,
       });
       return steps.step(stepName, fn, options);
     };

@@ -60,6 +60,11 @@ export interface StepRunnerSettings {
   readonly token: string | null;
   readonly scope: CallScope;
   readonly signal: () => AbortSignal;
+  /**
+   * Why step records cannot commit on their own here, if they cannot: a transactional tool on PGlite, whose one
+   * connection the handler's transaction holds until it ends (a record would wait for it forever).
+   */
+  readonly unrecordable?: string | undefined;
 }
 
 /**
@@ -127,6 +132,9 @@ export class StepRunner {
           `Tool "${this.#s.tool}": ctx.step("${name}") needs a function.`,
         ),
       );
+    }
+    if (this.#s.unrecordable !== undefined) {
+      return Promise.reject(new ToolLedgerError('CONFIG_INVALID', this.#s.unrecordable));
     }
     const rule = options?.onUnknown ?? 'fail';
     if (rule !== 'rerun' && rule !== 'fail' && typeof rule !== 'function') {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OutcomeUnknownError, type StepContext, type StepOptions } from '../../src/index.js';
-import { postgresBackend } from '../support/db.js';
+import { pgliteBackend, postgresBackend } from '../support/db.js';
 
 // Recorded steps and unknown outcomes (issue 22) on real Postgres. A crashed attempt is made the way a crash
 // leaves it: a first call whose handler is stuck mid-step while its lease is stolen (as a lapse would leave it),
@@ -338,5 +338,47 @@ describe("the tool's onUnknown rule (a handler without steps)", () => {
     const { retried, runs } = await interrupted((async () => ({ run: 'found' })) as never);
     await expect(retried).resolves.toMatchObject({ outcome: 'replayed', value: { run: 'found' } });
     expect(runs()).toBe(1);
+  });
+});
+
+describe('steps in a transactional tool', () => {
+  const pglite = pgliteBackend();
+  it('record outside the transaction on Postgres, so a rolled-back handler keeps its finished steps', async () => {
+    // Prepare
+    const ledger = await backend.open();
+    let charges = 0;
+    let tries = 0;
+    const tool = ledger.tool({
+      name: 'tx_pay',
+      kind: 'mutation',
+      transactional: true,
+      handler: async (_: unknown, ctx) => {
+        const charge = await ctx.step('charge', () => ({ n: ++charges }), { onUnknown: 'rerun' });
+        if (++tries === 1) throw new Error('the write after the charge failed');
+        return charge;
+      },
+    });
+
+    // Act
+    await tool.call({}, { key: 'k-tx' }).catch(() => undefined);
+    const second = await tool.invoke({}, { key: 'k-tx' });
+
+    // Assess
+    expect(second).toMatchObject({ outcome: 'executed', attempt: 2, value: { n: 1 } });
+    expect(charges).toBe(1);
+  });
+
+  it('are refused with CONFIG_INVALID on PGlite, whose one connection the transaction holds', async () => {
+    const ledger = await pglite.open();
+    const tool = ledger.tool({
+      name: 'tx_pglite',
+      kind: 'mutation',
+      transactional: true,
+      handler: async (_: unknown, ctx) => ctx.step('s', () => 1),
+    });
+    await expect(tool.call({}, { key: 'k' })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/Use Postgres/),
+    });
   });
 });
