@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
+  callTool,
   database,
   databaseUrl,
   EVERYTHING_SERVER,
@@ -25,16 +26,22 @@ const dir = tempDir('crash');
 const pidFile = join(dir, 'upstream.pid');
 const config = join(dir, 'gateway.json');
 writeFileSync(config, JSON.stringify({ tools: { 'trigger-long-running-operation': { kind: 'mutation' } } }));
+// The same tool under a short timeout, for the case of an upstream that does not answer in time.
+const shortTimeout = join(dir, 'short-timeout.json');
+writeFileSync(
+  shortTimeout,
+  JSON.stringify({ tools: { 'trigger-long-running-operation': { kind: 'mutation', timeoutSeconds: 1 } } }),
+);
 
 // The shell records its pid, then becomes the server (exec), so the pid is the server's own.
-const gateway = () =>
+const gateway = (configFile = config) =>
   gatewayCommand([
     '--database-url',
     databaseUrl(),
     '--schema',
     schema,
     '--config',
-    config,
+    configFile,
     '--',
     '/bin/sh',
     '-c',
@@ -86,5 +93,20 @@ describe('an upstream crash mid-call', () => {
       `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = 'long-1'`,
     );
     expect(after).toEqual([{ status: 'unknown', attempt: 1 }]);
+  });
+
+  it('ends a call the upstream does not answer in time as OUTCOME_UNKNOWN, not as a failure to retry', async () => {
+    const client = await stdioClient('1.x', gateway(shortTimeout));
+    clients.push(client);
+    const slow = await callTool(client, 'trigger-long-running-operation', {
+      duration: 30,
+      steps: 3,
+      idempotency_key: 'slow-1',
+    });
+    expect(errorCode(slow)).toBe('OUTCOME_UNKNOWN');
+    const rows = await db.sql<{ status: string }>(
+      `SELECT status FROM "${schema}".tool_runs WHERE idempotency_key = 'slow-1'`,
+    );
+    expect(rows).toEqual([{ status: 'unknown' }]);
   });
 });
