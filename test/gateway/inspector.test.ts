@@ -1,6 +1,7 @@
 // The MCP Inspector's CLI mode (@modelcontextprotocol/inspector --cli), a client the gateway did not choose,
 // against the gateway in front of the filesystem server: over stdio (the Inspector spawns the gateway) and over
-// Streamable HTTP.
+// Streamable HTTP. The Inspector 2.12 declares Node >= 22.19 in its engines (npm only warns); its CLI mode runs
+// on the Node 20 this repository supports, which is what these tests show.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
