@@ -134,6 +134,24 @@ describe.each(LINES)('gateway over Streamable HTTP, MCP SDK %s client', (line) =
   });
 });
 
+it('keeps a session to the tenant that opened it', async () => {
+  const client = await connect('1.x', byHeader, { 'x-tenant-id': 'acme' });
+  const sessionId = (client.transport as { sessionId?: string } | undefined)?.sessionId;
+  expect(sessionId).toBeTruthy();
+  const hijack = await fetch(byHeader, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': sessionId as string,
+      'mcp-protocol-version': '2025-11-25',
+      'x-tenant-id': 'globex',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
+  expect(hijack.status).toBe(403);
+});
+
 it('refuses an HTTP client without the configured tenant header', async () => {
   await expect(connect('1.x', byHeader, {})).rejects.toThrow();
 });
