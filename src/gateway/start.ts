@@ -147,6 +147,11 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     }
     const downstream = (options.downstream as GatewayTransport | undefined) ?? (await stdioServerTransport());
     const { session, upstream } = await openSession(downstream);
+    if (options.downstream === undefined) {
+      // The SDK's stdio transport does not report the end of stdin; a client that went away closes the session,
+      // or the spawned server would keep this process alive.
+      process.stdin.once('end', () => void session.close());
+    }
     const pid = (upstream as { pid?: number | null }).pid;
     const closed = session.closed.then(stopLedger);
     return {

@@ -5,7 +5,7 @@ import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { verifyToken } from '../../src/gateway/token.js';
-import { gatewayCommand, ROOT } from './support.js';
+import { eventually, FILESYSTEM_SERVER, gatewayCommand, ROOT, tempDir } from './support.js';
 
 const run = promisify(execFile);
 
@@ -57,6 +57,30 @@ describe('tool-ledger gateway command line', () => {
     ]);
     expect(header.code).toBe(2);
     expect(header.stderr).toMatch(/applies to --listen \(HTTP\) only/);
+  });
+});
+
+describe('tool-ledger gateway lifetime over stdio', () => {
+  it('exits, and stops its server, when the client closes stdin', async () => {
+    const { spawn } = await import('node:child_process');
+    const { command, args } = gatewayCommand([
+      '--pglite',
+      tempDir('eof'),
+      '--',
+      process.execPath,
+      FILESYSTEM_SERVER,
+      tempDir('eof-files'),
+    ]);
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += String(chunk);
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // The filesystem server announces itself on stderr once the gateway has spawned it.
+    await eventually(() => /running on stdio/.test(stderr) || child.exitCode !== null, 1200, 50);
+    child.stdin.end();
+    expect(await exited).toBe(0);
   });
 });
 
