@@ -74,7 +74,9 @@ await withPostgres(async (url) => {
       const instrument = handInstrumentation();
       const handOtel = await handWritten(url, schemas[2], { concurrency: CONCURRENCY, instrument });
       await profileAndClose('handOtel', handOtel, sdk.flush);
-      const ledgerOtel = await toolLedger(url, schemas[3], { telemetry: { keyHashSecret: 'bench-secret' } });
+      const ledgerOtel = await toolLedger(url, schemas[3], {
+        telemetry: { keyHashSecret: 'bench-key-hash-secret' },
+      });
       await profileAndClose('ledgerOtel', ledgerOtel, sdk.flush);
       exported = sdk.exported;
     } finally {

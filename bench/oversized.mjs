@@ -40,7 +40,12 @@ async function tools(telemetry) {
 }
 
 const sides = {
-  with: await tools({ tracerProvider, loggerProvider, captureContent: true, keyHashSecret: 'bench' }),
+  with: await tools({
+    tracerProvider,
+    loggerProvider,
+    captureContent: true,
+    keyHashSecret: 'bench-key-hash-secret',
+  }),
   without: await tools(false),
 };
 const big = (c) => c.repeat(MB);
@@ -84,7 +89,7 @@ const observer = createOtelObserver({
   tracerProvider,
   loggerProvider,
   captureContent: true,
-  keyHashSecret: 'bench',
+  keyHashSecret: 'bench-key-hash-secret',
 });
 const start = {
   tool: 'echo',

@@ -46,9 +46,9 @@ try {
         }),
         handContent: await handWritten(url, schemas[2], {
           concurrency: CONCURRENCY,
-          instrument: handContentInstrumentation('bench-secret'),
+          instrument: handContentInstrumentation('bench-key-hash-secret'),
         }),
-        ledger: await toolLedger(url, schemas[3], { telemetry: { keyHashSecret: 'bench-secret' } }),
+        ledger: await toolLedger(url, schemas[3], { telemetry: { keyHashSecret: 'bench-key-hash-secret' } }),
         ledgerOff: await toolLedger(url, schemas[4], { telemetry: false }),
       };
       const chunks = Math.max(1, Math.round(CALLS / CHUNK));

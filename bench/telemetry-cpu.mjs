@@ -86,15 +86,15 @@ const sdk = createSdk(sink.url);
 sdk.register();
 try {
   const all = {
-    ledger: await ledgerSide({ keyHashSecret: 'bench-secret' }),
+    ledger: await ledgerSide({ keyHashSecret: 'bench-key-hash-secret' }),
     ledgerOff: await ledgerSide(false),
     handOtel: handSide(handInstrumentation()),
-    handContent: handSide(handContentInstrumentation('bench-secret')),
+    handContent: handSide(handContentInstrumentation('bench-key-hash-secret')),
     hand: handSide(undefined),
     ...Object.fromEntries(
       CONTENT_PIECES.map((omit) => [
         `without_${omit}`,
-        handSide(handContentInstrumentation('bench-secret', { omit })),
+        handSide(handContentInstrumentation('bench-key-hash-secret', { omit })),
       ]),
     ),
   };

@@ -173,7 +173,7 @@ async function benchBackend(label, ledger) {
 
 const sink = await startSink();
 const sdk = createSdk(sink.url);
-const telemetry = { captureContent: CAPTURE, keyHashSecret: 'bench-secret' };
+const telemetry = { captureContent: CAPTURE, keyHashSecret: 'bench-key-hash-secret' };
 try {
   if (BACKENDS.includes('postgres')) {
     await withPostgres(async (url) => {

@@ -11,6 +11,7 @@ import type { PgPoolLike } from './ledger/drivers/pg.js';
 import type { PGliteLike } from './ledger/drivers/pglite.js';
 import { isValidSchemaName } from './ledger/sql.js';
 import type { TelemetryOptions } from './telemetry/options.js';
+import { KEY_HASH_SECRET_ENV } from './telemetry/vocabulary.js';
 
 /** Options of `createLedger`. Pick at most one of `connectionString`, `pool` and `pglite`. */
 export interface LedgerOptions {
@@ -273,6 +274,68 @@ function implicitInMemory(env: NodeJS.ProcessEnv): DatabaseChoice {
   return { kind: 'pglite', pglite: undefined };
 }
 
+/**
+ * The shortest key-hash secret accepted, in UTF-8 bytes. The HMAC only keeps hashed emails and phone numbers from
+ * being reversed by trying candidates while the secret itself cannot be guessed; a short or typed word can be.
+ */
+export const MIN_KEY_HASH_SECRET_BYTES = 16;
+
+/**
+ * Refuses a configured key-hash secret (`telemetry.keyHashSecret`, else `TOOL_LEDGER_KEY_HASH_SECRET`, the order
+ * telemetry reads them in) shorter than `MIN_KEY_HASH_SECRET_BYTES`. The message never contains the secret.
+ */
+function checkKeyHashSecret(telemetry: TelemetryOptions | false, env: NodeJS.ProcessEnv): void {
+  if (telemetry === false || telemetry === null || typeof telemetry !== 'object') return;
+  const option = telemetry.keyHashSecret;
+  const fromOption = typeof option === 'string' && option.length > 0;
+  const value = fromOption ? option : env[KEY_HASH_SECRET_ENV];
+  if (typeof value !== 'string' || value.length === 0) return;
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes >= MIN_KEY_HASH_SECRET_BYTES) return;
+  const source = fromOption ? 'telemetry.keyHashSecret' : `$${KEY_HASH_SECRET_ENV}`;
+  throw invalid(
+    `${source} is ${bytes} byte${bytes === 1 ? '' : 's'} long; a key-hash secret needs at least ${MIN_KEY_HASH_SECRET_BYTES} random bytes, or hashed keys can be reversed by guessing it. Generate one with \`openssl rand -hex 32\` and set the same value in every process and the CLI's shell, or leave it unset to use the deployment's secret stored in the ledger schema.`,
+  );
+}
+
+/** What `ledger.config` shows in place of a secret. */
+export const REDACTED = '[REDACTED]';
+
+/**
+ * The resolved config as `ledger.config` exposes it: applications log it at start, so it carries no secret. The
+ * key-hash secret reads `[REDACTED]` and a connection string has its password masked; the ledger itself keeps
+ * using the config `resolveConfig` returned. (A `pg.Pool` passed in already hides its password from logging.)
+ */
+export function publicConfig(config: ResolvedConfig): ResolvedConfig {
+  const { database, telemetry } = config;
+  return Object.freeze({
+    ...config,
+    database:
+      database.kind === 'connectionString'
+        ? Object.freeze({ kind: database.kind, connectionString: maskPassword(database.connectionString) })
+        : database,
+    telemetry:
+      telemetry !== false && typeof telemetry.keyHashSecret === 'string'
+        ? Object.freeze({ ...telemetry, keyHashSecret: REDACTED })
+        : telemetry,
+  });
+}
+
+/** A connection string without its password (URL form or libpq keywords). */
+function maskPassword(connectionString: string): string {
+  if (connectionString.startsWith('postgres')) {
+    try {
+      const url = new URL(connectionString);
+      if (url.password) url.password = REDACTED;
+      if (url.searchParams.has('password')) url.searchParams.set('password', REDACTED);
+      return url.toString();
+    } catch {
+      // checkConnectionString has parsed it already; fall through to the keyword form to be safe.
+    }
+  }
+  return connectionString.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, `$1${REDACTED}`);
+}
+
 /** Resolves every default in one place and freezes the result. */
 export function resolveConfig(
   options: LedgerOptions = {},
@@ -310,6 +373,7 @@ export function resolveConfig(
       `schema ${JSON.stringify(schema)} is not a plain Postgres identifier; use letters, digits, _ and $, starting with a letter or _, at most 63 characters.`,
     );
   }
+  checkKeyHashSecret(options.telemetry ?? {}, env);
   const leaseSeconds = checkSeconds('leaseSeconds', options.leaseSeconds, DEFAULTS.leaseSeconds, 0.05);
   const poolSize = options.poolSize ?? DEFAULTS.poolSize;
   if (!Number.isInteger(poolSize) || poolSize < 1)

@@ -1,6 +1,7 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import {
   type LedgerOptions,
+  publicConfig,
   type ResolvedConfig,
   resolveBatchSize,
   resolveCloseTimeoutMs,
@@ -55,7 +56,10 @@ export interface CloseOptions {
 }
 
 export interface Ledger {
-  /** The resolved, frozen configuration. */
+  /**
+   * The resolved, frozen configuration, free of secrets so that it can be logged: `telemetry.keyHashSecret` reads
+   * `'[REDACTED]'` and a connection string's password is masked.
+   */
   readonly config: ResolvedConfig;
   /** Wraps a handler. Mutations and jobs go through the ledger; read tools only get telemetry. */
   tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
@@ -213,7 +217,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
   const toolNames = new Set<string>();
 
   const ledger: Ledger = {
-    config,
+    // Without secrets: applications log it.
+    config: publicConfig(config),
     tool: ((definition: ToolOptions<StandardSchemaV1 | undefined, unknown>) => {
       runtime.assertOpen(definition?.name ?? 'tool');
       const name = definition?.name;

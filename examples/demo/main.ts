@@ -1,12 +1,18 @@
 // `npm run demo`: one agent session against the embedded ledger (PGlite, no server), with telemetry.
 // Set OTEL_EXPORTER_OTLP_ENDPOINT (for example http://localhost:4318 with `docker compose up -d`) to see the
-// traces in Jaeger; otherwise a short summary of the spans is printed at the end.
+// traces in Jaeger; otherwise a short summary of the spans is printed at the end. With DATABASE_URL set, the
+// ledger is that Postgres database (under a tenant of its own per run), so the run can be inspected afterwards
+// with the command the demo prints last.
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { createLedger, type InvokeReport, ToolLedgerError } from '../../src/index.js';
 import { startTelemetry } from '../../src/otel/index.js';
 
 const telemetry = startTelemetry({ serviceName: 'tool-ledger-demo' });
-const ledger = await createLedger({ pglite: 'memory://', waitSeconds: 5 });
+const databaseUrl = process.env.DATABASE_URL;
+const ledger = await createLedger(
+  databaseUrl ? { connectionString: databaseUrl, waitSeconds: 5 } : { pglite: 'memory://', waitSeconds: 5 },
+);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const invoices = new Map<string, { customer: string; amountCents: number }>();
@@ -43,10 +49,13 @@ type Row = {
   detail: string;
 };
 const rows: Row[] = [];
+/** The trace id of each key's original execution, as the calls' reports give it. */
+const originalTrace = new Map<string, string>();
 
 async function record(step: string, tool: string, key: string, run: () => Promise<InvokeReport<unknown>>) {
   try {
     const report = await run();
+    if (report.originalSpan) originalTrace.set(key, report.originalSpan.traceId);
     const value = report.value as Record<string, unknown>;
     rows.push({
       step,
@@ -72,7 +81,8 @@ async function record(step: string, tool: string, key: string, run: () => Promis
   }
 }
 
-const session = { tenant: 'acme', user: 'agent-7' };
+// A database outlives the demo: a tenant per run keeps one run's keys from replaying the last run's results.
+const session = { tenant: databaseUrl ? `demo-${randomBytes(3).toString('hex')}` : 'acme', user: 'agent-7' };
 const first = { customer: 'cus_42', amountCents: 4500 };
 
 await record('1 first call', 'create_invoice', 'inv-req-1', () =>
@@ -117,6 +127,33 @@ console.log(
 await ledger.close();
 console.log(telemetry.summary());
 await telemetry.shutdown();
+console.log(followUp());
+
+/** The operator's next step: the trace to look for, and the command that tells the story of the key. */
+function followUp(): string {
+  const key = 'inv-req-1';
+  const trace = originalTrace.get(key);
+  const jaeger = 'http://localhost:16686';
+  const command = `npx tool-ledger inspect --tenant ${session.tenant} --tool create_invoice --key ${key}`;
+  return [
+    `Follow key ${key} (executed once, replayed, then reused with other parameters):`,
+    `  trace id of its original execution: ${trace ?? '- (no tracer: set OTEL_EXPORTER_OTLP_ENDPOINT)'}`,
+    ...(trace ? [`  Jaeger: ${jaeger}/trace/${trace}   API: ${jaeger}/api/traces/${trace}`] : []),
+    databaseUrl
+      ? `  DATABASE_URL=${maskPassword(databaseUrl)} ${command}`
+      : `  ${command}   (the embedded ledger is gone once the demo exits: run the demo with DATABASE_URL=postgres://… to inspect it afterwards)`,
+  ].join('\n');
+}
+
+function maskPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '$DATABASE_URL';
+  }
+}
 
 /**
  * A plain table: no index column, no quotes, and long details wrapped at word boundaries onto further lines

@@ -1,7 +1,7 @@
 // `npm run stack`: the operations stack without Docker, for a look. Starts the natively built programs
 // (scripts/stack/build.sh) and Debian's prometheus with the shipped configs, all on 127.0.0.1, the way
 // `npm run test:stack` does but on fixed ports, and keeps them running until Ctrl-C.
-import { missingPrograms, startStack } from '../../test/ops/support/stack.js';
+import { describeStack, missingPrograms, startStack } from '../../test/ops/support/stack.js';
 
 const missing = missingPrograms();
 if (missing.length > 0) {
@@ -26,12 +26,8 @@ const stack = await startStack(15, {
   prometheus: 9090,
   victoriaLogs: 9428,
 });
-console.log(`tool-ledger stack running natively (configs in ${stack.dir}):
-  send OTLP to  ${stack.otlpHttpUrl}   e.g. OTEL_EXPORTER_OTLP_ENDPOINT=${stack.otlpHttpUrl} npm run demo
-  Jaeger API    ${stack.jaegerUrl}/api/traces?service=tool-ledger-demo   (no UI in the native build)
-  Prometheus    ${stack.prometheusUrl}/alerts
-  VictoriaLogs  ${stack.logsUrl}/select/vmui
-Ctrl-C stops everything.`);
+// Every address printed is probed first: Debian's Prometheus 2.42 serves /classic/alerts, not /alerts.
+console.log(await describeStack(stack));
 await new Promise<void>((resolve) => {
   process.once('SIGINT', resolve);
   process.once('SIGTERM', resolve);

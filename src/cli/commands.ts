@@ -15,12 +15,24 @@ import { configuredSecret, loadDeploymentSecret, rotateStoredSecret } from '../t
 import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
 import { type Connection, connect, type Db, queryable, requireLedgerTable } from './db.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
-import { fields, formatDuration, formatTime, indent, jaegerTraceUrl, table } from './format.js';
+import {
+  escapeTerminal,
+  fields,
+  formatDuration,
+  formatTime,
+  indent,
+  jaegerTraceUrl,
+  plural,
+  quoted,
+  table,
+  terminalSafeJson,
+} from './format.js';
 import { type KeyForm, keyCell, keyForm } from './key-display.js';
 import { noSecretHelp, supportSecret } from './key-secret.js';
 import { scrubText, scrubValue } from './scrub.js';
 import {
   forgetKeySql,
+  forgottenByKeySql,
   forgottenTableExistsSql,
   keySecretUpdatedAtSql,
   listRunsSql,
@@ -29,6 +41,7 @@ import {
   settingsTableExistsSql,
   statsSql,
 } from './sql.js';
+import { formatStory, keyStory } from './trace.js';
 
 export interface Io {
   readonly out: (text: string) => void;
@@ -38,7 +51,7 @@ export interface Io {
 }
 
 export function print(io: Io, json: boolean, data: unknown, human: () => string): void {
-  io.out(json ? JSON.stringify(data, null, 2) : human());
+  io.out(json ? terminalSafeJson(data) : human());
 }
 
 export async function withDb<T>(connection: Connection, fn: (db: Db) => Promise<T>): Promise<T> {
@@ -137,15 +150,18 @@ interface InspectRow {
   db_now: Date;
 }
 
-/** The stored error keeps its machine fields; only what a person or the world wrote is scrubbed. */
+/**
+ * The stored error keeps its machine fields; what a person or the world wrote is scrubbed: the message, the
+ * details and a `ToolFailure`'s reason, which handlers fill from whatever the downstream service said.
+ */
 function scrubStoredError(error: Record<string, unknown> | null): unknown {
   if (error === null || typeof error !== 'object') return error;
-  const { message, details, ...rest } = error;
+  const { message, details, reason, ...rest } = error;
+  const scrubbed = (value: unknown) => (typeof value === 'string' ? scrubText(value) : scrubValue(value));
   return {
     ...rest,
-    ...(message === undefined
-      ? {}
-      : { message: typeof message === 'string' ? scrubText(message) : scrubValue(message) }),
+    ...(message === undefined ? {} : { message: scrubbed(message) }),
+    ...(reason === undefined ? {} : { reason: scrubbed(reason) }),
     ...(details === undefined ? {} : { details: scrubValue(details) }),
   };
 }
@@ -155,11 +171,62 @@ export type InspectLookup =
   | { readonly by: 'key'; readonly key: string; readonly tenant?: string; readonly tool?: string }
   | { readonly by: 'job'; readonly jobId: string; readonly tenant?: string; readonly tool?: string };
 
+/** The lookup in words, every value escaped: a typed or pasted key can hold terminal control sequences too. */
 function describeLookup(lookup: InspectLookup): string {
-  const scope = `${lookup.tenant === undefined ? '' : `tenant "${lookup.tenant}", `}${
-    lookup.tool === undefined ? '' : `tool "${lookup.tool}", `
+  const scope = `${lookup.tenant === undefined ? '' : `tenant ${quoted(lookup.tenant)}, `}${
+    lookup.tool === undefined ? '' : `tool ${quoted(lookup.tool)}, `
   }`;
-  return lookup.by === 'key' ? `${scope}key "${lookup.key}"` : `${scope}job "${lookup.jobId}"`;
+  return lookup.by === 'key' ? `${scope}key ${quoted(lookup.key)}` : `${scope}job ${quoted(lookup.jobId)}`;
+}
+
+interface ForgottenAuditRow {
+  run_id: string;
+  tenant_id: string;
+  tool_name: string;
+  forgotten_by: string;
+  forgotten_at: Date;
+  reason: string | null;
+}
+
+/** A forget audit record as support reads it: the reason is free text someone typed, so it is scrubbed. */
+function describeForgotten(row: ForgottenAuditRow) {
+  return {
+    runId: row.run_id,
+    tenant: row.tenant_id,
+    tool: row.tool_name,
+    forgottenBy: row.forgotten_by,
+    forgottenAt: row.forgotten_at,
+    reason: row.reason === null ? null : scrubText(row.reason),
+  };
+}
+
+/**
+ * The audit records of a key's forgotten runs. The audit holds the key in its telemetry form (raw when safe,
+ * else its HMAC), so the typed key is put in that form to find them; without the secret an unsafe key cannot be
+ * looked up, and a key hashed before a rotation of the secret no longer matches.
+ */
+async function forgottenRuns(
+  db: Db,
+  schema: string,
+  lookup: InspectLookup & { by: 'key' },
+  secret: string | undefined,
+): Promise<ForgottenAuditRow[]> {
+  const [audit] = await db.query<{ exists: boolean }>(forgottenTableExistsSql, [schema]);
+  if (!audit?.exists) return [];
+  const form = keyForm(lookup.key, secret);
+  const recorded =
+    form.key !== null
+      ? { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key }
+      : form.keyHash !== null
+        ? { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash }
+        : null;
+  if (recorded === null) return [];
+  return db.query<ForgottenAuditRow>(forgottenByKeySql(schema), [
+    recorded.attribute,
+    recorded.value,
+    lookup.tenant ?? null,
+    lookup.tool ?? null,
+  ]);
 }
 
 export async function inspectCommand(
@@ -169,11 +236,13 @@ export async function inspectCommand(
     json: boolean;
     jaegerUrl: string;
     connection: Connection;
+    /** `--trace`: add every call made with the key, read from Jaeger (`jaegerUrl`) and VictoriaLogs. */
+    trace?: { readonly logsUrl: string };
   },
 ): Promise<number> {
   const { lookup } = opts;
   const schema = opts.connection.schema;
-  const { rows, secret } = await withDb(opts.connection, async (db) => {
+  const { rows, secret, forgotten } = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, schema);
     const sql = lookup.by === 'key' ? runsByKeySql(schema) : runsByJobSql(schema);
     const found = await db.query<InspectRow>(sql, [
@@ -181,26 +250,86 @@ export async function inspectCommand(
       lookup.tenant ?? null,
       lookup.tool ?? null,
     ]);
-    // Only a key found through its job is shown hashed, so only then is the secret needed.
-    return { rows: found, secret: lookup.by === 'job' ? await supportSecret(io.env, db, schema) : undefined };
+    // User ids (and keys found through their job) are shown the way telemetry shows ids, which needs the secret.
+    const secret = await supportSecret(io.env, db, schema);
+    const forgotten =
+      found.length === 0 && lookup.by === 'key'
+        ? await forgottenRuns(db, schema, lookup, secret?.secret)
+        : [];
+    return { rows: found, secret, forgotten };
   });
+  if (rows.length === 0 && forgotten.length > 0) {
+    const records = forgotten.map(describeForgotten);
+    print(io, opts.json, { schema, runs: [], forgotten: records }, () =>
+      [
+        `No run for ${describeLookup(lookup)} in schema ${quoted(schema)}: it was forgotten (tool-ledger forget).`,
+        ...records.map((r) =>
+          fields([
+            ['run', `${r.runId} (tenant ${quoted(r.tenant)}, tool ${quoted(r.tool)})`],
+            ['forgotten', formatTime(r.forgottenAt)],
+            ['by', r.forgottenBy],
+            ['reason', r.reason ?? '- (none given)'],
+          ]),
+        ),
+      ].join('\n'),
+    );
+    return EXIT.NOT_FOUND;
+  }
   if (rows.length === 0) {
     throw new CliError(
-      `No run for ${describeLookup(lookup)} in schema "${schema}". ` +
-        'It was never claimed, was rejected before reaching the ledger, or expired and was purged.',
+      `No run for ${describeLookup(lookup)} in schema ${quoted(schema)}. ` +
+        'It was never claimed, was rejected before reaching the ledger, or expired and was purged' +
+        (lookup.by === 'key' && secret === undefined && keyForm(lookup.key, undefined).key === null
+          ? `; whether it was forgotten is unknown: ${noSecretHelp(schema)}.`
+          : '.'),
       EXIT.NOT_FOUND,
     );
   }
   // Support typed a key, so it is shown as given; a key found through its job is shown the way telemetry shows it.
   const showKey = (key: string) =>
     lookup.by === 'key' ? { key, keyHash: null } : keyForm(key, secret?.secret);
-  const runs = rows.map((row) => describeRun(row, showKey(row.idempotency_key), opts.jaegerUrl, schema));
+  const described = rows.map((row) =>
+    describeRun(
+      row,
+      showKey(row.idempotency_key),
+      row.user_id === null ? null : keyForm(row.user_id, secret?.secret),
+      opts.jaegerUrl,
+      schema,
+    ),
+  );
+  const trace = opts.trace;
+  const runs =
+    trace === undefined
+      ? described
+      : await Promise.all(
+          described.map(async (run, i) => {
+            const row = rows[i] as InspectRow;
+            const query = {
+              // Searched as telemetry exported it: raw when safe, else its HMAC under the service's secret.
+              key: keyForm(row.idempotency_key, secret?.secret),
+              tenant: row.tenant_id,
+              tool: row.tool_name,
+              // A margin for clocks: spans carry the caller's clock, the row the database's.
+              since: new Date(row.created_at.getTime() - 5 * 60_000),
+              jaegerUrl: opts.jaegerUrl,
+              logsUrl: trace.logsUrl,
+              runTraceId: row.trace_id,
+            };
+            const story = await keyStory(query);
+            return {
+              data: { ...run.data, calls: story.calls, callProblems: story.problems },
+              text: `${run.text}\n${formatStory(story, query)}`,
+            };
+          }),
+        );
   // One full key names at most one run: scripts get that run itself, as before.
   const single = lookup.by === 'key' && lookup.tenant !== undefined && lookup.tool !== undefined;
   print(io, opts.json, single ? runs[0]?.data : { schema, runs: runs.map((r) => r.data) }, () =>
     runs.length === 1
       ? (runs[0]?.text ?? '')
-      : [`${runs.length} runs match ${describeLookup(lookup)}:`, ...runs.map((r) => r.text)].join('\n\n'),
+      : [`${plural(runs.length, 'run')} match ${describeLookup(lookup)}:`, ...runs.map((r) => r.text)].join(
+          '\n\n',
+        ),
   );
   return EXIT.OK;
 }
@@ -208,6 +337,7 @@ export async function inspectCommand(
 function describeRun(
   row: InspectRow,
   shownKey: KeyForm,
+  shownUser: KeyForm | null,
   jaegerUrl: string,
   schema: string,
 ): { data: Record<string, unknown>; text: string } {
@@ -215,8 +345,9 @@ function describeRun(
     row.expires_at.getTime() <= row.db_now.getTime() && !(row.status === 'in_progress' && !row.lease_lapsed);
   const jaeger = row.trace_id ? jaegerTraceUrl(jaegerUrl, row.trace_id) : null;
   const result = scrubValue(row.result_json);
-  // The user id came from the caller and may be an email.
-  const user = row.user_id === null ? null : scrubText(row.user_id);
+  // The user id came from the caller and may be an email or a name: it is shown as telemetry would show such an
+  // id (the key policy: raw when safe, else its HMAC), never merely with the recognisable parts masked.
+  const user = shownUser === null ? null : shownUser.key;
   const error = scrubStoredError(row.error_json);
   const data = {
     id: row.id,
@@ -225,6 +356,7 @@ function describeRun(
     key: shownKey.key,
     ...(shownKey.key === null ? { keyHash: shownKey.keyHash } : {}),
     user,
+    ...(shownUser !== null && shownUser.key === null ? { userHash: shownUser.keyHash } : {}),
     status: row.status,
     final: row.final,
     attempt: row.attempt,
@@ -263,7 +395,7 @@ function describeRun(
       ['tenant', row.tenant_id],
       ['tool', row.tool_name],
       ['key', keyCell(shownKey)],
-      ['user', user ?? '-'],
+      ['user', shownUser === null ? '-' : keyCell(shownUser)],
       ['status', status],
       ['attempt', String(row.attempt)],
       ['parameter hash', row.parameter_hash],
@@ -362,8 +494,8 @@ export async function listCommand(
     opts.json,
     { schema: opts.connection.schema, status: opts.status, stale: opts.stale, runs },
     () => {
-      const what = `${opts.stale ? 'stale ' : ''}${opts.status} runs`;
-      if (runs.length === 0) return `No ${what} in schema "${opts.connection.schema}".`;
+      const what = `${opts.stale ? 'stale ' : ''}${opts.status} run`;
+      if (runs.length === 0) return `No ${what}s in schema ${quoted(opts.connection.schema)}.`;
       const body = table(
         [
           'TENANT',
@@ -389,7 +521,7 @@ export async function listCommand(
         ]),
       );
       const more = runs.length === opts.limit ? `\n(first ${opts.limit}; raise --limit to see more)` : '';
-      return `${runs.length} ${what}:\n${body}${more}`;
+      return `${plural(runs.length, what)}:\n${body}${more}`;
     },
   );
   return EXIT.OK;
@@ -417,7 +549,9 @@ export async function purgeCommand(
       if (rows.length > 0) {
         // The estimate can be passed: rows keep expiring while the purge runs.
         const total = Math.max(expired, deleted);
-        io.err(`purged ${deleted} of ~${total} expired rows (${Math.floor((deleted / total) * 100)}%)`);
+        io.err(
+          `purged ${deleted} of ~${plural(total, 'expired row')} (${Math.floor((deleted / total) * 100)}%)`,
+        );
       }
       if (rows.length < opts.batchSize) break;
     }
@@ -430,8 +564,8 @@ export async function purgeCommand(
     { schema, dryRun: opts.dryRun, expired: outcome.expired, deleted: outcome.deleted, seconds },
     () =>
       opts.dryRun
-        ? `${outcome.expired} expired rows in ${runsTable(schema)} would be purged (dry run: nothing deleted).`
-        : `Purged ${outcome.deleted} expired rows from ${runsTable(schema)} in ${seconds.toFixed(1)}s.`,
+        ? `${plural(outcome.expired, 'expired row')} in ${runsTable(schema)} would be purged (dry run: nothing deleted).`
+        : `Purged ${plural(outcome.deleted, 'expired row')} from ${runsTable(schema)} in ${seconds.toFixed(1)}s.`,
   );
   return EXIT.OK;
 }
@@ -617,14 +751,14 @@ export async function forgetCommand(
     { schema, dryRun: !opts.yes, by: opts.by, reason: opts.reason ?? null, recordedKey: recorded, runs },
     () => {
       if (runs.length === 0)
-        return `No run for ${describeLookup(lookup)} in schema "${schema}": nothing to forget.`;
+        return `No run for ${describeLookup(lookup)} in schema ${quoted(schema)}: nothing to forget.`;
       const body = table(
         ['RUN', 'TENANT', 'TOOL', 'KEY'],
         runs.map((r) => [r.runId, r.tenant, r.tool, keyCell(r)]),
       );
       return opts.yes
-        ? `Forgot ${runs.length} run${runs.length > 1 ? 's' : ''} (recorded in ${forgottenTable(schema)} as forgotten by ${opts.by}):\n${body}`
-        : `${runs.length} run${runs.length > 1 ? 's' : ''} would be forgotten (dry run: nothing deleted; pass --yes to delete):\n${body}`;
+        ? `Forgot ${plural(runs.length, 'run')} (recorded in ${forgottenTable(schema)} as forgotten by ${escapeTerminal(opts.by)}):\n${body}`
+        : `${plural(runs.length, 'run')} would be forgotten (dry run: nothing deleted; pass --yes to delete):\n${body}`;
     },
   );
   return EXIT.OK;
@@ -671,7 +805,8 @@ export async function statsCommand(
     opts.json,
     { schema: opts.connection.schema, tenant: opts.tenant ?? null, totals, byTool },
     () => {
-      const scope = `${runsTable(opts.connection.schema)}${opts.tenant ? ` for tenant "${opts.tenant}"` : ''}`;
+      // The tenant is echoed as typed, escaped: it may have been pasted from a hostile row or ticket.
+      const scope = `${runsTable(opts.connection.schema)}${opts.tenant ? ` for tenant ${quoted(opts.tenant)}` : ''}`;
       if (byTool.length === 0) return `No runs in ${scope}.`;
       return [
         `Runs in ${scope}: ${totals.total} (in_progress ${totals.in_progress}, succeeded ${totals.succeeded}, failed ${totals.failed}; stale ${totals.stale}, expired ${totals.expired}, conflicts ${totals.conflicts})`,

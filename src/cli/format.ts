@@ -33,6 +33,36 @@ export function escapeTerminal(text: string): string {
   return text.replace(UNSAFE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 }
 
+/**
+ * `escapeTerminal` for text made of lines: the line breaks the CLI itself put there stay line breaks, and
+ * everything else unsafe inside each line is escaped.
+ */
+export function escapeTerminalLines(text: string): string {
+  return text.split('\n').map(escapeTerminal).join('\n');
+}
+
+/**
+ * `JSON.stringify` escapes C0 controls but leaves C1 controls, bidi overrides and U+2028/2029 raw, and `--json`
+ * is read on terminals too (`| jq` or not). Inside JSON those characters only occur in strings, where `\uXXXX` is
+ * a valid escape: the output stays the same JSON value and cannot drive the terminal.
+ */
+export function terminalSafeJson(value: unknown): string {
+  // The only raw C0 character JSON.stringify leaves is the line break between members, which stays.
+  return JSON.stringify(value, null, 2).replace(UNSAFE, (c) =>
+    c === '\n' ? c : `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** A stored or typed value quoted in a sentence, escaped like every other value the CLI echoes. */
+export function quoted(value: string): string {
+  return `"${escapeTerminal(value)}"`;
+}
+
+/** "1 failed run", "2 failed runs". */
+export function plural(count: number, noun: string, nouns = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : nouns}`;
+}
+
 export function table(headers: readonly string[], unsafeRows: readonly (readonly string[])[]): string {
   const rows = unsafeRows.map((row) => row.map(escapeTerminal));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -50,10 +80,14 @@ export function fields(pairs: readonly (readonly [string, string])[]): string {
   return pairs.map(([k, v]) => `  ${k.padEnd(width)}  ${escapeTerminal(v)}`).join('\n');
 }
 
+/**
+ * Indents text made of lines, such as `JSON.stringify(value, null, 2)`: its line breaks stay line breaks (JSON
+ * has already escaped those inside strings), and only what a terminal would act on is escaped within a line.
+ */
 export function indent(text: string, by = '  '): string {
-  return escapeTerminal(text)
+  return text
     .split('\n')
-    .map((l) => by + l)
+    .map((l) => by + escapeTerminal(l))
     .join('\n');
 }
 

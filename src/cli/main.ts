@@ -20,6 +20,7 @@ import {
 } from './commands.js';
 import { resolveConnection } from './db.js';
 import { CliError, EXIT, usageError } from './errors.js';
+import { escapeTerminalLines } from './format.js';
 import { resolutionOf, resolveCommand } from './resolve.js';
 
 const HELP = `tool-ledger: support CLI for the tool-ledger idempotency ledger
@@ -31,6 +32,10 @@ Commands
   inspect --key K [--tenant T] [--tool N]     Show every run with key K (in any tenant and tool unless
                                               narrowed): status, attempts, timestamps, parameter hash,
                                               scrubbed result or error, trace id and Jaeger link
+  inspect --key K --trace [--jaeger-url URL] [--logs-url URL]
+                                              Also every call made with the key: time, outcome,
+                                              attempt, waited ms, trace id and the original it
+                                              followed, from Jaeger's API and VictoriaLogs
   inspect --job ID [--tenant T] [--tool N]    Show the run of a background job
   list [--status S] [--stale]                 List runs by status (default in_progress); --stale keeps only
                                               in_progress runs whose lease has lapsed (stuck)
@@ -65,7 +70,8 @@ Options
                        password goes in $PGPASSWORD or $DATABASE_URL, never on the command line (ps shows it)
   --schema NAME        Schema holding the ledger (default: tool_ledger)
   --json               Machine-readable output on stdout
-  --jaeger-url URL     Jaeger UI base for trace links (default: http://localhost:16686)
+  --jaeger-url URL     Jaeger base for trace links and --trace (default: http://localhost:16686)
+  --logs-url URL       inspect --trace: VictoriaLogs base (default: http://localhost:9428)
   --tenant T           inspect, forget, list, stats: filter
   --tool N             inspect, forget, list: filter
   --key K              inspect, forget: the idempotency key
@@ -85,6 +91,7 @@ Examples
   tool-ledger migrate --print-sql --schema billing_ledger > ledger.sql
   tool-ledger inspect --tenant acme --tool create_invoice --key order-1042
   tool-ledger inspect --key order-1042
+  tool-ledger inspect --tenant acme --tool create_invoice --key order-1042 --trace
   tool-ledger inspect --job job_7f3a
   tool-ledger list --status in_progress --stale --json | jq '.runs[].key'
   tool-ledger list --status failed --tool charge_card --limit 20
@@ -115,6 +122,8 @@ const COMMAND_OPTIONS = {
     key: { type: 'string' },
     job: { type: 'string' },
     'jaeger-url': { type: 'string' },
+    trace: { type: 'boolean', default: false },
+    'logs-url': { type: 'string' },
   },
   list: {
     status: { type: 'string' },
@@ -164,6 +173,7 @@ const COMMAND_OPTIONS = {
 type Command = keyof typeof COMMAND_OPTIONS;
 
 const DEFAULT_JAEGER_URL = 'http://localhost:16686';
+const DEFAULT_LOGS_URL = 'http://localhost:9428';
 
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -256,6 +266,7 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         json,
         jaegerUrl,
         connection: connection(),
+        ...(flag('trace') ? { trace: { logsUrl: str('logs-url') ?? DEFAULT_LOGS_URL } } : {}),
       });
     }
     case 'list': {
@@ -388,7 +399,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return await run(argv, io);
   } catch (error) {
     if (error instanceof CliError) {
-      io.err(`tool-ledger: ${error.message}`);
+      // Messages quote what was typed or stored (a tenant, a key, a database error); nothing in them may drive
+      // the terminal.
+      io.err(`tool-ledger: ${escapeTerminalLines(error.message)}`);
       return error.exitCode;
     }
     io.err(

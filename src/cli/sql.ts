@@ -97,6 +97,19 @@ export function keySecretUpdatedAtSql(schema: string): string {
 }
 
 /**
+ * The forget audit records of one key, newest first, so `inspect` can say a run was forgotten rather than never
+ * claimed. $1 key attribute, $2 key value (telemetry form), $3 tenant or null, $4 tool or null.
+ */
+export function forgottenByKeySql(schema: string): string {
+  return `SELECT run_id::text AS run_id, tenant_id, tool_name, forgotten_by, forgotten_at, reason
+FROM ${forgottenTable(schema)}
+WHERE key_attribute = $1::text AND key_value = $2::text
+  AND ($3::text IS NULL OR tenant_id = $3::text) AND ($4::text IS NULL OR tool_name = $4::text)
+ORDER BY forgotten_at DESC, id DESC
+LIMIT 100`;
+}
+
+/**
  * Settles unknown outcomes (`tool-ledger resolve`) and records each in the audit table, in one statement. Only rows
  * in status `unknown` change. `rerun` leaves a retryable failure, and marks the run's unsettled steps failed so the
  * next attempt runs them again instead of finding them unknown once more. $1 key, $2 tenant or null, $3 tool or

@@ -26,6 +26,10 @@ describe('npm run demo', () => {
       /^9 retry once it finished\s.*\sjob succeeded/m,
       /3 invoices created \(for 8 create_invoice calls\)/,
       /execute_tool create_invoice\s+replayed.*original_execution/,
+      // Issue 26: it ends with the trace to look for and the command that shows the key's run.
+      /^Follow key inv-req-1 /m,
+      /trace id of its original execution: [0-9a-f]{32}\n/,
+      /npx tool-ledger inspect --tenant acme --tool create_invoice --key inv-req-1 /,
     ]) {
       expect(output).toMatch(expected);
     }

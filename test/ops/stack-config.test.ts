@@ -455,6 +455,11 @@ describe('prometheus/', () => {
   });
 });
 
+/** The one base of the alerts' runbook links (prometheus/prometheus.yml, global.external_labels.runbook_base). */
+const RUNBOOK_BASE = readYaml<{ global: { external_labels: { runbook_base: string } } }>(
+  'prometheus/prometheus.yml',
+).global.external_labels.runbook_base;
+
 describe('alert runbooks', () => {
   const docs = readText('docs/operations.md');
   // GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes.
@@ -468,12 +473,21 @@ describe('alert runbooks', () => {
     ),
   );
 
+  it('the runbook links share one configurable, absolute base: prometheus.yml external label runbook_base', () => {
+    expect(RUNBOOK_BASE).toMatch(/^https:\/\/[^\s#]+\/docs\/operations\.md$/);
+    // The rule unit tests render the links with the same base.
+    const tests = readYaml<{ tests: { external_labels?: Record<string, string> }[] }>(
+      'prometheus/rules/tool-ledger.rules.test.yml',
+    ).tests;
+    for (const group of tests) expect(group.external_labels?.runbook_base).toBe(RUNBOOK_BASE);
+  });
+
   it.each(alertRules().map((r) => [r.alert as string, r] as const))(
     '%s links to its runbook',
     (_name, rule) => {
       const url = rule.annotations?.runbook_url ?? '';
-      const [path, anchor] = url.split('#');
-      expect(path).toBe('docs/operations.md');
+      const [base, anchor] = url.split('#');
+      expect(base).toBe('{{ $externalLabels.runbook_base }}');
       expect([...anchors]).toContain(anchor);
       expect(anchor).toBe(rule.alert?.toLowerCase());
     },
@@ -595,7 +609,14 @@ describe('Grafana-managed alert rules', () => {
       const r = rule as unknown as { for: string; labels: Record<string, string> };
       expect(copy.for, rule.alert).toBe(r.for);
       expect(copy.labels, rule.alert).toEqual(r.labels);
-      expect(copy.annotations, rule.alert).toEqual(rule.annotations);
+      // Grafana cannot read Prometheus' external labels: its copies carry the links as Prometheus renders them.
+      expect(copy.annotations, rule.alert).toEqual({
+        ...rule.annotations,
+        runbook_url: rule.annotations?.runbook_url?.replace(
+          '{{ $externalLabels.runbook_base }}',
+          RUNBOOK_BASE,
+        ),
+      });
       // The expression returns series only while its condition holds: no data is the healthy state.
       expect(copy.noDataState).toBe('OK');
     }

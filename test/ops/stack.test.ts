@@ -5,10 +5,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from '../../src/telemetry/key-hash.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
-import { dashboardTargets, loadDashboard, ROOT, readText } from './support/configs.js';
+import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
+import { dashboardTargets, loadDashboard, ROOT, readText, readYaml } from './support/configs.js';
 import { type ExplorerAccess, fillExplorerSql, setUpExplorer } from './support/explorer.js';
 import {
   BINARIES,
+  describeStack,
   getJson,
   missingPrograms,
   type Program,
@@ -66,6 +68,7 @@ let burstDone: Promise<void>;
 let explorer: ExplorerAccess;
 /** How many tool calls the demo made: the rows of its step table (`1 first call …`). */
 let demoCalls = 0;
+let demoOutput = '';
 const schema = uniqueSchema('ops_stack');
 const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
 
@@ -190,12 +193,14 @@ describe.skipIf(missing.length > 0 && !required)('the operations stack, running 
       60_000,
     ).then(() => undefined);
     await burstDone;
+    // The demo on its embedded ledger: with DATABASE_URL it would write to the test database's default schema.
     const demo = await runToExit(
       'npm run demo',
       ['--import', 'tsx', 'examples/demo/main.ts'],
-      otelEnv(),
+      { ...otelEnv(), DATABASE_URL: '' },
       120_000,
     );
+    demoOutput = demo;
     demoCalls = demo.split('\n').filter((line) => /^\d+ \S/.test(line)).length;
   }, 240_000);
 
@@ -380,6 +385,124 @@ describe.skipIf(missing.length > 0 && !required)('the operations stack, running 
     expect(tag(span, 'enduser.email')).toBeUndefined();
   });
 
+  it('the demo ends with a trace id Jaeger has and the inspect command for its key', async () => {
+    const trace = /trace id of its original execution: ([0-9a-f]{32})/.exec(demoOutput)?.[1];
+    expect(trace, demoOutput).toBeDefined();
+    expect(demoOutput).toContain(
+      'npx tool-ledger inspect --tenant acme --tool create_invoice --key inv-req-1',
+    );
+    const found = await waitFor(
+      `trace ${trace} in Jaeger`,
+      async () => {
+        const response = await fetch(`${stack.jaegerUrl}/api/traces/${trace}`);
+        return response.ok ? ((await response.json()) as { data: JaegerTrace[] }) : undefined;
+      },
+      30_000,
+    );
+    const span = found.data[0]?.spans.find((s) => s.operationName === 'execute_tool create_invoice');
+    expect(span && tag(span, 'tool_ledger.idempotency.key')).toBe('inv-req-1');
+  });
+
+  it('inspect --trace tells the story of a key: every call, from Jaeger and VictoriaLogs, as a timeline or JSON', async () => {
+    ensureBuiltCli();
+    const inspect = (key: string, json: boolean) =>
+      execFileSync(
+        process.execPath,
+        [
+          CLI_BIN,
+          'inspect',
+          '--schema',
+          schema,
+          '--tenant',
+          'globex',
+          '--tool',
+          'create_invoice',
+          '--key',
+          key,
+          '--trace',
+          '--jaeger-url',
+          stack.jaegerUrl,
+          '--logs-url',
+          stack.logsUrl,
+          ...(json ? ['--json'] : []),
+        ],
+        {
+          env: { ...process.env, DATABASE_URL: databaseUrl(), TOOL_LEDGER_KEY_HASH_SECRET: SECRET },
+          encoding: 'utf8',
+        },
+      );
+    interface Call {
+      time: string;
+      outcome: string;
+      attempt: number;
+      traceId: string;
+      spanId: string;
+      original: { traceId: string; spanId: string } | null;
+      sources: string[];
+    }
+    // The burst's conflicts keep arriving; wait until both backends have several (bounded).
+    const run = await waitFor(
+      'the burst-1 conflicts in Jaeger and VictoriaLogs',
+      async () => {
+        const data = JSON.parse(inspect('burst-1', true)) as {
+          traceId: string;
+          spanId: string;
+          calls: Call[];
+        };
+        return data.calls.filter((c) => c.outcome === 'conflict' && c.sources.length === 2).length >= 3
+          ? data
+          : undefined;
+      },
+      60_000,
+      1000,
+    );
+    const [first, ...rest] = run.calls;
+    // The run's own execution first, then the conflicts, each following that execution.
+    expect(first).toMatchObject({
+      outcome: 'executed',
+      attempt: 1,
+      traceId: run.traceId,
+      spanId: run.spanId,
+    });
+    expect(first?.sources).toEqual(['jaeger', 'logs']);
+    for (const call of rest.filter((c) => c.sources.includes('jaeger'))) {
+      expect(call.outcome).toBe('conflict');
+      expect(call.original).toEqual({ traceId: run.traceId, spanId: run.spanId });
+    }
+    const times = run.calls.map((c) => c.time);
+    expect([...times].sort()).toEqual(times);
+
+    const text = inspect('burst-1', false);
+    expect(text).toMatch(/calls with this key, oldest first \(Jaeger .*, VictoriaLogs .*\): \d+/);
+    expect(text).toMatch(/TIME +OUTCOME +ATTEMPT +WAITED +TRACE +ORIGINAL +FROM/);
+    expect(text).toMatch(new RegExp(`executed +1 +- +${run.traceId} +- +jaeger\\+logs`));
+    expect(text).toMatch(
+      new RegExp(`conflict +1 +\\S+ +[0-9a-f]{32} +${run.traceId}/${run.spanId} +jaeger\\+logs`),
+    );
+
+    // A key exported only as its HMAC is found by that HMAC.
+    const personal = JSON.parse(inspect('maria@example.com', true)) as { calls: Call[]; traceId: string };
+    expect(personal.calls).toEqual([
+      expect.objectContaining({ outcome: 'executed', traceId: personal.traceId }),
+    ]);
+  });
+
+  it('every address npm run stack prints answers on this stack, and it says the Jaeger UI is a placeholder', async () => {
+    const text = await describeStack(stack);
+    const urls = [...text.matchAll(/https?:\/\/[^\s)]+/g)]
+      .map((m) => m[0])
+      .filter((u) => !u.includes('<') && u !== stack.otlpHttpUrl && u !== stack.jaegerUrl);
+    expect(urls.length).toBeGreaterThanOrEqual(5);
+    for (const url of urls) {
+      const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+      await response.arrayBuffer();
+      expect(response.status, url).toBe(200);
+    }
+    const root = await (await fetch(`${stack.jaegerUrl}/`)).text();
+    expect(root).toContain('This is not the Jaeger UI you are looking for');
+    expect(text).toContain('This is not the');
+  });
+
   it(
     'incident drill: the conflict-spike alert fires, and leads to the tool, the caller, the tenant and the trace',
     async () => {
@@ -404,7 +527,10 @@ describe.skipIf(missing.length > 0 && !required)('the operations stack, running 
         2000,
       );
       expect(alert.labels.gen_ai_tool_name).toBe('create_invoice');
-      expect(alert.annotations.runbook_url).toBe('docs/operations.md#toolledgerconflictspike');
+      // Absolute, from the one base prometheus.yml sets.
+      expect(alert.annotations.runbook_url).toBe(
+        `${readYaml<{ global: { external_labels: { runbook_base: string } } }>('prometheus/prometheus.yml').global.external_labels.runbook_base}#toolledgerconflictspike`,
+      );
       expect(readText('docs/operations.md')).toContain('### ToolLedgerConflictSpike');
       const tool = alert.labels.gen_ai_tool_name as string;
 

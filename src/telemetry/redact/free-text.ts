@@ -1,6 +1,6 @@
 import { DETECTORS, type Finding, LABEL, setNamePartCheck } from './detectors.js';
 import { type Dictionaries, dictionaries } from './dictionaries.js';
-import { detectionCopy } from './normalize.js';
+import { detectionView } from './normalize.js';
 import { DEFAULT_ALLOWED_WORDS, judgeWord, type WordVerdict } from './words.js';
 
 /** What ends a text cut at the scrubbing cap. */
@@ -112,7 +112,7 @@ export function createFreeTextRedactor(options: FreeTextOptions = {}): (text: st
     if (input.length === 0) return input;
     const cut = truncate(input, maxTextLength);
     const text = cut.text;
-    const view = detectionCopy(text);
+    const { text: view, origin } = detectionView(text);
     const claimed = new Uint8Array(text.length);
     const findings: Finding[] = [];
     const claim = (finding: Finding): void => {
@@ -127,7 +127,18 @@ export function createFreeTextRedactor(options: FreeTextOptions = {}): (text: st
           pattern.lastIndex++;
           continue;
         }
-        for (const finding of judge(m)) claim(finding);
+        for (const finding of judge(m)) {
+          // Offsets in the copy are offsets in the text unless the copy collapsed digits outside the BMP.
+          claim(
+            origin === undefined
+              ? finding
+              : {
+                  start: origin[finding.start] ?? finding.start,
+                  end: origin[finding.end] ?? finding.end,
+                  label: finding.label,
+                },
+          );
+        }
       }
     };
     DETECTORS.forEach((detector, index) => {

@@ -1,28 +1,77 @@
 /**
- * A copy of a text for detection, the same length as the original so that a match's offsets apply to both:
- * fullwidth forms become ASCII (`４１１１`, `＠`) and decimal digits of every script become 0-9 (`٤١١١`, `४१११`),
- * so patterns written for ASCII see numbers and addresses however they were typed. Only one-unit (BMP)
- * characters are mapped; the rest are left as they are.
+ * A copy of a text for detection: fullwidth forms become ASCII (`４１１１`, `＠`) and decimal digits of every
+ * script (Unicode `\p{Nd}`: `٤١١١`, `۴۱۱۱`, `४१११`, and those outside the BMP such as `𝟒𝟏𝟏𝟏` or Adlam's) become
+ * 0-9, so patterns written for ASCII see numbers and addresses however they were typed.
+ *
+ * A BMP character maps to one ASCII unit in place. A digit outside the BMP is two UTF-16 units and maps to one
+ * ASCII digit, so the copy is then shorter than the text: `origin` gives, for each offset of the copy (and its
+ * end), the offset in the text, so a match's offsets still apply to the original. Without such digits the copy
+ * has the text's offsets and `origin` is undefined.
  */
-export function detectionCopy(text: string): string {
-  let out: string[] | undefined;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) continue;
-    const mapped = mapUnit(code);
-    if (mapped === undefined) continue;
-    out ??= text.split('');
-    out[i] = mapped;
-  }
-  return out === undefined ? text : out.join('');
+export interface DetectionView {
+  readonly text: string;
+  readonly origin: Int32Array | undefined;
 }
 
-/** First code point (the zero) of each script's run of ten decimal digits in the BMP. */
-const DIGIT_ZEROS = [
-  0x0660, 0x06f0, 0x07c0, 0x0966, 0x09e6, 0x0a66, 0x0ae6, 0x0b66, 0x0be6, 0x0c66, 0x0ce6, 0x0d66, 0x0de6,
-  0x0e50, 0x0ed0, 0x0f20, 0x1040, 0x1090, 0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90, 0x1b50, 0x1bb0,
-  0x1c40, 0x1c50, 0xa620, 0xa8d0, 0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0,
-];
+export function detectionView(text: string): DetectionView {
+  let out: string[] | undefined;
+  let origin: number[] | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) {
+      if (out !== undefined) {
+        out.push(text[i] as string);
+        origin?.push(i);
+      }
+      continue;
+    }
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const point = text.codePointAt(i) as number;
+      const value = digitValue(point);
+      if (value !== undefined) {
+        out ??= text.slice(0, i).split('');
+        origin ??= Array.from({ length: i }, (_, k) => k);
+        out.push(String.fromCharCode(48 + value));
+        origin.push(i);
+        i++;
+        continue;
+      }
+    }
+    const mapped = mapUnit(code);
+    if (mapped === undefined && out === undefined) continue;
+    out ??= text.slice(0, i).split('');
+    out.push(mapped ?? (text[i] as string));
+    origin?.push(i);
+  }
+  if (out === undefined) return { text, origin: undefined };
+  if (origin === undefined) return { text: out.join(''), origin: undefined };
+  origin.push(text.length);
+  return { text: out.join(''), origin: Int32Array.from(origin) };
+}
+
+const DECIMAL_DIGIT = /\p{Nd}/u;
+// Unicode puts each script's digits in a run of ten, zero first, and runs of ten back to back (the mathematical
+// digits are five such runs): a digit's value is its distance from the run's start, modulo ten.
+const LONGEST_RUN = 60;
+const MAX_REMEMBERED = 4096;
+const remembered = new Map<number, number | undefined>();
+
+/** The value 0-9 of a decimal digit of any script, or undefined for anything else. */
+export function digitValue(point: number): number | undefined {
+  if (point >= 0x30 && point <= 0x39) return point - 0x30;
+  if (remembered.has(point)) return remembered.get(point);
+  let value: number | undefined;
+  if (DECIMAL_DIGIT.test(String.fromCodePoint(point))) {
+    let start = point;
+    for (let steps = 0; steps < LONGEST_RUN && DECIMAL_DIGIT.test(String.fromCodePoint(start - 1)); steps++) {
+      start--;
+    }
+    value = (point - start) % 10;
+  }
+  // Bounded: a hostile text could hold every non-digit of the BMP.
+  if (remembered.size < MAX_REMEMBERED) remembered.set(point, value);
+  return value;
+}
 
 function mapUnit(code: number): string | undefined {
   // Fullwidth ASCII variants (U+FF01..U+FF5E) and the ideographic space.
@@ -30,8 +79,8 @@ function mapUnit(code: number): string | undefined {
   if (code === 0x3000 || code === 0x00a0 || code === 0x202f || (code >= 0x2000 && code <= 0x200a)) return ' ';
   // Dashes a phone number or card may be typed with.
   if (code >= 0x2010 && code <= 0x2015) return '-';
-  for (const zero of DIGIT_ZEROS) {
-    if (code >= zero && code < zero + 10) return String.fromCharCode(48 + code - zero);
-  }
-  return undefined;
+  // Lone surrogates are no digit; every other BMP unit is checked against \p{Nd}.
+  if (code >= 0xd800 && code <= 0xdfff) return undefined;
+  const value = digitValue(code);
+  return value === undefined ? undefined : String.fromCharCode(48 + value);
 }

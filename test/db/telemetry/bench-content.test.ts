@@ -64,11 +64,11 @@ async function emitted(scope: string) {
 
 describe("bench/sdk.mjs's hand-written replica of tool-ledger's telemetry content", () => {
   it('emits the span, log record and metric points tool-ledger emits for a first execution', async () => {
-    const ledger = await backend.open({ telemetry: { keyHashSecret: 'bench-secret' } });
+    const ledger = await backend.open({ telemetry: { keyHashSecret: 'bench-key-hash-secret' } });
     const tool = ledger.tool({ name: 'create_invoice', kind: 'mutation', handler: () => benchResult(1) });
     await tool.call(BENCH_INPUT, { key: KEY, tenant: 'bench' });
 
-    const instrument = handContentInstrumentation('bench-secret');
+    const instrument = handContentInstrumentation('bench-key-hash-secret');
     await instrument(async (observe) => {
       observe.paramsHash('f'.repeat(64));
       observe.operation('claim', 0.001);

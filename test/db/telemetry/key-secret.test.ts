@@ -112,14 +112,14 @@ describe.each(backends)('the deployment key-hash secret (%s)', (_name, makeBacke
     const harness = newHarness();
     const ledger = await backend.open({
       schema,
-      telemetry: { ...harness.providers(), keyHashSecret: 'mine' },
+      telemetry: { ...harness.providers(), keyHashSecret: 'mine-key-hash-secret' },
     });
     const quiet = await backend.open({ schema: uniqueSchema('secret_off'), telemetry: false });
     const tool = ledger.tool({ name: 'refund', kind: 'mutation', handler: () => 1 });
 
     await tool.call({}, { key: UNSAFE_KEY });
 
-    expect(hashesOf(harness).spans[0]?.keyHash).toBe(hashKey(UNSAFE_KEY, 'mine'));
+    expect(hashesOf(harness).spans[0]?.keyHash).toBe(hashKey(UNSAFE_KEY, 'mine-key-hash-secret'));
     expect(await storedSecret(schema)).toBeUndefined();
     expect(await storedSecret(quiet.schema)).toBeUndefined();
   });
@@ -172,7 +172,7 @@ describe('concurrent first starts (postgres)', () => {
   it('a configured secret from the environment wins over the stored one', async () => {
     const schema = uniqueSchema('secret_env');
     const harness = newHarness();
-    process.env[KEY_HASH_SECRET_ENV] = 'from-env';
+    process.env[KEY_HASH_SECRET_ENV] = 'from-env-key-hash-secret';
     try {
       const ledger = await createLedger({
         connectionString: databaseUrl(),
@@ -181,7 +181,7 @@ describe('concurrent first starts (postgres)', () => {
       });
       await ledger.tool({ name: 'refund', kind: 'mutation', handler: () => 1 }).call({}, { key: UNSAFE_KEY });
       await ledger.close();
-      expect(hashesOf(harness).spans[0]?.keyHash).toBe(hashKey(UNSAFE_KEY, 'from-env'));
+      expect(hashesOf(harness).spans[0]?.keyHash).toBe(hashKey(UNSAFE_KEY, 'from-env-key-hash-secret'));
     } finally {
       delete process.env[KEY_HASH_SECRET_ENV];
       const pg = (await import('pg')).default;
@@ -199,7 +199,10 @@ describe('concurrent first starts (postgres)', () => {
     } as const;
     const error = await createLedger(unreachable).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
-    const configured = await createLedger({ ...unreachable, telemetry: { keyHashSecret: 'set' } });
+    const configured = await createLedger({
+      ...unreachable,
+      telemetry: { keyHashSecret: 'set-key-hash-secret' },
+    });
     await configured.close();
   });
 });

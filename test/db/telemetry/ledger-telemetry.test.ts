@@ -25,7 +25,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
 
   it("links a replay's span to the original execution's span", async () => {
     // Prepare
-    const ledger = await backend.open({ telemetry: { keyHashSecret: 's' } });
+    const ledger = await backend.open({ telemetry: { keyHashSecret: 'test-key-hash-secret' } });
     const tool = ledger.tool({
       name: 'send_invoice',
       kind: 'mutation',
@@ -49,7 +49,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
       traceId: original?.spanContext().traceId,
       spanId: original?.spanContext().spanId,
     });
-    expect(original?.attributes[ATTR.PARAMS_HASH]).toBe(hashKey(first.paramsHash!, 's'));
+    expect(original?.attributes[ATTR.PARAMS_HASH]).toBe(hashKey(first.paramsHash!, 'test-key-hash-secret'));
     expect(original?.attributes[ATTR.IDEMPOTENCY_KEY]).toBe('inv_2024_0042');
     const ops = (await harness().points(METRIC.LEDGER_OPERATION_DURATION)).map(
       (p) => p.attributes[ATTR.LEDGER_OPERATION],
@@ -59,7 +59,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
   });
 
   it('reports conflicts, waits that time out, rejections and failures', async () => {
-    const ledger = await backend.open({ telemetry: { keyHashSecret: 's' } });
+    const ledger = await backend.open({ telemetry: { keyHashSecret: 'test-key-hash-secret' } });
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       release = resolve;
@@ -138,7 +138,7 @@ describe.each(backends)('telemetry of real tool calls (%s)', (_name, makeBackend
   it("follows the GenAI conventions: the tool description, and error.type tool_error for the tool's own errors", async () => {
     // Prepare: a mutation that throws a final ToolFailure, one that throws a TypeError, a read that throws, and a
     // ledger refusal (no key)
-    const ledger = await backend.open({ telemetry: { keyHashSecret: 's' } });
+    const ledger = await backend.open({ telemetry: { keyHashSecret: 'test-key-hash-secret' } });
     const charge = ledger.tool({
       name: 'charge_card',
       kind: 'mutation',

@@ -54,7 +54,15 @@ let without: Tools;
 beforeAll(async () => {
   const open = async (telemetry: boolean): Promise<Tools> => {
     const ledger = await backend.open(
-      telemetry ? { telemetry: { ...harness.providers(), captureContent: true, keyHashSecret: 's' } } : {},
+      telemetry
+        ? {
+            telemetry: {
+              ...harness.providers(),
+              captureContent: true,
+              keyHashSecret: 'test-key-hash-secret',
+            },
+          }
+        : {},
     );
     const echo = ledger.tool({
       name: 'echo',

@@ -112,7 +112,7 @@ describe('startTelemetry', () => {
   it('keeps spans in memory and prints a readable summary when no OTLP endpoint is set', async () => {
     // Prepare: the ledger exists before the SDK starts, as in an app that imports it first
     delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
-    const ledger = await backend.open({ telemetry: { keyHashSecret: 's' } });
+    const ledger = await backend.open({ telemetry: { keyHashSecret: 'test-key-hash-secret' } });
     const tool = ledger.tool({ name: 'send_invoice', kind: 'mutation', handler: () => ({ sent: true }) });
     const telemetry = startTelemetry({ serviceName: 'demo' });
 

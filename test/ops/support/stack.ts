@@ -331,3 +331,39 @@ export async function startStack(intervalSeconds: number, fixedPorts?: StackPort
     throw error;
   }
 }
+
+/**
+ * The address of one of Prometheus' web pages that this Prometheus really serves. Upstream builds serve the React
+ * UI at `/alerts`; Debian's 2.42 package is built without it and serves the classic pages at `/classic/alerts`
+ * (its `/alerts` is a 404). Probed rather than read from the version, so the printed link is one that answers;
+ * the JSON API (`/api/v1/alerts`), which every version serves, when neither page does.
+ */
+export async function prometheusPage(baseUrl: string, page: 'alerts' | 'graph' | 'targets'): Promise<string> {
+  for (const path of [`/${page}`, `/classic/${page}`]) {
+    try {
+      const response = await fetch(`${baseUrl}${path}`, { signal: AbortSignal.timeout(5000) });
+      await response.arrayBuffer();
+      if (response.ok) return `${baseUrl}${path}`;
+    } catch {
+      // try the next form
+    }
+  }
+  return `${baseUrl}/api/v1/${page === 'alerts' ? 'alerts' : page === 'targets' ? 'targets' : 'query?query=up'}`;
+}
+
+/** What `npm run stack` prints: addresses that answer on this stack, and where to look instead of a Jaeger UI. */
+export async function describeStack(stack: Stack, service = 'tool-ledger-demo'): Promise<string> {
+  const alerts = await prometheusPage(stack.prometheusUrl, 'alerts');
+  const graph = await prometheusPage(stack.prometheusUrl, 'graph');
+  return `tool-ledger stack running natively (configs in ${stack.dir}):
+  send OTLP to  ${stack.otlpHttpUrl}   e.g. OTEL_EXPORTER_OTLP_ENDPOINT=${stack.otlpHttpUrl} npm run demo
+  Prometheus    ${alerts}   (alerts and their runbook links)
+                ${graph}
+  VictoriaLogs  ${stack.logsUrl}/select/vmui   (the decision log records; LogsQL)
+  Jaeger API    ${stack.jaegerUrl}/api/traces?service=${service}
+                ${stack.jaegerUrl}/api/traces/<trace id>
+    The Jaeger built from Go modules has no web UI: ${stack.jaegerUrl}/ is a placeholder page ("This is not the
+    Jaeger UI you are looking for"). Read traces through the API above, or start from a key:
+    DATABASE_URL=... npx tool-ledger inspect --key K --jaeger-url ${stack.jaegerUrl}   (the run, its trace id)
+Ctrl-C stops everything.`;
+}
