@@ -37,7 +37,8 @@ interface Pending {
 }
 
 /**
- * The gateway's own requests to the upstream: ids of their own (`tool-ledger-gateway-N`, never a client's), a
+ * The gateway's own requests to the upstream: ids of their own (`tool-ledger-gateway-N`, a string prefix no SDK
+ * client uses; SDK clients number their requests), a
  * timeout each, and an answer for every one when the upstream goes away. Client requests the gateway does not
  * handle itself keep their ids and never pass through here.
  */
