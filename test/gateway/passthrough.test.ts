@@ -101,6 +101,15 @@ describe.each(CASES)('pass-through, MCP SDK $line client over $transport', ({ li
     expect(JSON.stringify(withArgs.messages)).toContain('Lisbon');
   });
 
+  it('passes completions and logging/setLevel through', async () => {
+    const completion = await client.complete({
+      ref: { type: 'ref/prompt', name: 'completable-prompt' },
+      argument: { name: 'department', value: 'E' },
+    });
+    expect(completion.completion.values).toContain('Engineering');
+    await client.setLoggingLevel('error');
+  });
+
   it('passes ping and progress notifications of a read-only tool through, with no key', async () => {
     await client.ping();
     const progress: number[] = [];
