@@ -139,3 +139,47 @@ describe.each(CASES)('pass-through, MCP SDK $line client over $transport', ({ li
     expect(texts(stop)).toMatch(/Stopped simulated/);
   });
 });
+
+describe.each(['stdio', 'Streamable HTTP'] as const)('server-to-client requests over %s', (transport) => {
+  it('relays the server’s sampling request to the client, and a replay does not ask again', async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const { StreamableHTTPClientTransport } = await import(
+      '@modelcontextprotocol/sdk/client/streamableHttp.js'
+    );
+    const { CreateMessageRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const client = new Client({ name: 'sampling-test', version: '1' }, { capabilities: { sampling: {} } });
+    let asked = 0;
+    client.setRequestHandler(CreateMessageRequestSchema, async () => {
+      asked++;
+      return { role: 'assistant', model: 'test-model', content: { type: 'text', text: 'sampled answer' } };
+    });
+    const spawned = gatewayCommand([
+      '--database-url',
+      databaseUrl(),
+      '--schema',
+      schema,
+      '--',
+      process.execPath,
+      EVERYTHING_SERVER,
+      'stdio',
+    ]);
+    await client.connect(
+      transport === 'stdio'
+        ? new StdioClientTransport({ ...spawned, stderr: 'pipe', env: process.env as Record<string, string> })
+        : new StreamableHTTPClientTransport(gatewayUrl),
+    );
+    try {
+      const args = { prompt: 'hello', maxTokens: 10, idempotency_key: `sample-${transport}` };
+      const first = await callTool(client, 'trigger-sampling-request', args);
+      expect(texts(first)).toContain('sampled answer');
+      expect(asked).toBe(1);
+      const again = await callTool(client, 'trigger-sampling-request', args);
+      expect(outcome(again)).toBe('replayed');
+      expect(texts(again)).toContain('sampled answer');
+      expect(asked).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+});
