@@ -60,6 +60,8 @@ Commands
                                               now on), --failed MESSAGE a final failure, --rerun the
                                               next call runs it again; recorded in tool_runs_resolved
   stats [--tenant T]                          Count runs by tool and status, with stale and expired rows
+  gateway [options] -- <server command>       Run an MCP gateway: replay safety and telemetry in front of
+                                              any MCP server (tool-ledger gateway --help)
   help                                        Show this text
   --version                                   Print the installed version
 
@@ -208,6 +210,7 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
     io.out(HELP.trimEnd());
     return first === undefined ? EXIT.USAGE : EXIT.OK;
   }
+  if (first === 'gateway') return (await import('../gateway/cli.js')).gatewayCommand(rest, io);
   if (!isCommand(first)) throw usageError(`Unknown command ${JSON.stringify(first)}.`);
   const command = first;
   let parsed: { values: Record<string, unknown>; positionals: string[] };

@@ -1,0 +1,211 @@
+// The latency tool-ledger gateway adds to one MCP tool call: the same calls once directly and once through
+// `tool-ledger gateway`, over the same transport, with a real SDK 1.x client: over stdio to the npm filesystem
+// server, and over Streamable HTTP to the npm everything server. Three kinds of call each: a read-only tool
+// (relayed, telemetry only), a mutating tool with a new key each time (relayed and recorded in the ledger) and the
+// same mutating call again (answered from the ledger, nothing sent upstream). Calls are sequential, so each figure
+// is one call's round trip. The added latency is gateway minus direct, per percentile.
+// Run: npm run build && DATABASE_URL=postgres://… node bench/gateway.mjs   Env: BENCH_CALLS (default 300)
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import pg from 'pg';
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 300);
+const WARMUP = Math.min(50, Math.ceil(CALLS / 5));
+const DATABASE_URL = process.env.DATABASE_URL;
+if (!DATABASE_URL) {
+  console.log('bench/gateway.mjs skipped: set DATABASE_URL (the gateway ledger is Postgres).');
+  process.exit(0);
+}
+const root = fileURLToPath(new URL('..', import.meta.url));
+const filesystem = join(root, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
+const everything = join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+const cli = join(root, 'dist/cli/main.js');
+const dir = mkdtempSync(join(tmpdir(), 'tl-gw-bench-'));
+const schema = `bench_gateway_${process.pid}`;
+
+async function connectStdio(args) {
+  const client = new Client({ name: 'bench', version: '1' });
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore', env: process.env }),
+  );
+  return client;
+}
+
+async function connectHttp(url) {
+  const client = new Client({ name: 'bench', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
+/** Spawns a child and resolves with the first match of `ready` in its output (at most 60 s). */
+function spawnReady(args, ready, env = {}) {
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`not ready after 60 s:\n${output}`)), 60_000);
+    const seen = (chunk) => {
+      output += String(chunk);
+      const match = output.match(ready);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, match });
+      }
+    };
+    child.stdout.on('data', seen);
+    child.stderr.on('data', seen);
+    child.once('exit', () => reject(new Error(`exited before it was ready:\n${output}`)));
+  });
+}
+
+async function freePort() {
+  const probe = createServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function measure(client, makeCall) {
+  for (let i = 0; i < WARMUP; i++) await client.callTool(makeCall(`warm-${i}`));
+  const times = [];
+  for (let i = 0; i < CALLS; i++) {
+    const call = makeCall(String(i));
+    const t0 = performance.now();
+    const result = await client.callTool(call);
+    times.push(performance.now() - t0);
+    if (result.isError) throw new Error(`call failed: ${JSON.stringify(result.content)}`);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+const run = Date.now().toString(36);
+const key = (i) => `bench-${run}-${i}`;
+const STDIO_KINDS = {
+  'read-only (list_allowed_directories)': () => ({ name: 'list_allowed_directories', arguments: {} }),
+  'mutating, new key (create_directory)': (i) => ({
+    name: 'create_directory',
+    arguments: { path: join(dir, 'd'), idempotency_key: key(`s${i}`) },
+  }),
+  'mutating, replay (same key)': () => ({
+    name: 'create_directory',
+    arguments: { path: join(dir, 'd'), idempotency_key: key('s-replayed') },
+  }),
+};
+const gzip = (name, k) => ({
+  name: 'gzip-file-as-resource',
+  arguments: {
+    name,
+    data: 'data:text/plain;base64,aGVsbG8=',
+    outputType: 'resourceLink',
+    idempotency_key: k,
+  },
+});
+const HTTP_KINDS = {
+  'read-only (echo)': () => ({ name: 'echo', arguments: { message: 'hi' } }),
+  'mutating, new key (gzip-file-as-resource)': (i) => gzip(`f${i}.gz`, key(`h${i}`)),
+  'mutating, replay (same key)': () => gzip('same.gz', key('h-replayed')),
+};
+
+// The upstreams ignore idempotency_key (their schemas strip unknown arguments), so both sides make the same call.
+async function compare(direct, gateway, kinds) {
+  const rows = [];
+  for (const [kind, makeCall] of Object.entries(kinds)) {
+    const d = await measure(direct, makeCall);
+    const g = await measure(gateway, makeCall);
+    rows.push({ kind, d, g });
+  }
+  return rows;
+}
+
+const sections = [];
+const children = [];
+const clients = [];
+try {
+  const direct = await connectStdio([filesystem, dir]);
+  const viaGateway = await connectStdio([
+    cli,
+    'gateway',
+    '--database-url',
+    DATABASE_URL,
+    '--schema',
+    schema,
+    '--',
+    process.execPath,
+    filesystem,
+    dir,
+  ]);
+  clients.push(direct, viaGateway);
+  sections.push({
+    transport: 'stdio, filesystem server',
+    rows: await compare(direct, viaGateway, STDIO_KINDS),
+  });
+
+  const port = await freePort();
+  const upstream = await spawnReady([everything, 'streamableHttp'], /listening on port/, {
+    PORT: String(port),
+  });
+  children.push(upstream.child);
+  const gateway = await spawnReady(
+    [
+      cli,
+      'gateway',
+      '--listen',
+      '127.0.0.1:0',
+      '--database-url',
+      DATABASE_URL,
+      '--schema',
+      schema,
+      '--upstream',
+      `http://127.0.0.1:${port}/mcp`,
+    ],
+    /serving MCP \(Streamable HTTP\) at (\S+)/,
+  );
+  children.push(gateway.child);
+  const directHttp = await connectHttp(`http://127.0.0.1:${port}/mcp`);
+  const gatewayHttp = await connectHttp(gateway.match[1]);
+  clients.push(directHttp, gatewayHttp);
+  sections.push({
+    transport: 'Streamable HTTP, everything server',
+    rows: await compare(directHttp, gatewayHttp, HTTP_KINDS),
+  });
+} finally {
+  await Promise.allSettled(clients.map((c) => c.close()));
+  const exits = children.map((child) =>
+    child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined,
+  );
+  for (const child of children) child.kill('SIGTERM');
+  await Promise.allSettled(exits);
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+  await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await pool.end();
+}
+
+// On a shared machine a p99 difference can come out negative: both sides' tails are mostly scheduling noise.
+const ms = (v) => `${v.toFixed(2)} ms`.padStart(9);
+console.log(
+  `tool-ledger gateway: latency added per call, ${CALLS} sequential calls each (after ${WARMUP} warm-up), load ${loadavg()[0].toFixed(2)}`,
+);
+for (const { transport, rows } of sections) {
+  console.log(`\n${transport}`);
+  console.log(`${'call'.padEnd(42)}direct p50       p99   gateway p50       p99     added p50       p99`);
+  for (const { kind, d, g } of rows) {
+    console.log(
+      `${kind.padEnd(42)}${ms(d.p50)} ${ms(d.p99)}   ${ms(g.p50)} ${ms(g.p99)}   ${ms(g.p50 - d.p50)} ${ms(g.p99 - d.p99)}`,
+    );
+  }
+}

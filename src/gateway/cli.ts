@@ -1,0 +1,252 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { Io } from '../cli/commands.js';
+import { hasPassword } from '../cli/db.js';
+import { CliError, EXIT, usageError } from '../cli/errors.js';
+import type { LedgerOptions } from '../config.js';
+import { ToolLedgerError } from '../contract/errors.js';
+import { readGatewayConfig } from './config-file.js';
+import { type StartGatewayOptions, startGateway } from './start.js';
+import type { TokenVerification } from './token.js';
+
+export const GATEWAY_HELP = `tool-ledger gateway: put replay safety and telemetry in front of any MCP server
+
+The gateway sits between an MCP client (an agent host such as Claude Desktop or VS Code) and an MCP server you
+do not change. Tools the server marks read-only (readOnlyHint: true) pass through. Every other tool gets a
+required "idempotency_key" argument: a retry with the same key gets the original result from the Postgres
+ledger instead of running the tool twice. Resources, prompts and notifications pass through untouched.
+
+Usage
+  tool-ledger gateway [options] -- <server command> [args...]     stdio: spawns the server
+  tool-ledger gateway [options] --upstream URL --listen HOST:PORT  Streamable HTTP on both sides
+  tool-ledger gateway [options] --listen HOST:PORT -- <command>    HTTP clients, spawned stdio server
+
+Ledger
+  --database-url URL     Postgres without a password (default: $DATABASE_URL; a password goes in
+                         $PGPASSWORD or $DATABASE_URL, never on the command line: ps shows it)
+  --pglite DIR           An embedded ledger in directory DIR instead of Postgres (one process only)
+  --schema NAME          Schema holding the ledger (default: tool_ledger)
+  --config FILE          JSON per-tool settings (kind, volatileFields, ttlSeconds, leaseSeconds,
+                         waitSeconds, onUnknown, timeoutSeconds); see docs/gateway.md
+
+Who is calling (keys are scoped by tenant; a key reused by another user is refused)
+  --tenant T             Tenant of every call (default: "default")
+  --user U               User of every call
+  --tenant-header NAME   HTTP: the tenant comes from this header, set by a proxy you trust
+  --user-header NAME     HTTP: the user comes from this header
+  --token-secret-env VAR HTTP: verify "Authorization: Bearer <JWT>" (HS256) with the secret in $VAR
+  --token-public-key F   HTTP: verify the bearer JWT (RS256/ES256) with the PEM public key in file F
+  --token-issuer ISS     HTTP: require this "iss" claim     --token-audience AUD  require this "aud"
+  --tenant-claim NAME    HTTP: the tenant comes from this token claim
+  --user-claim NAME      HTTP: the user comes from this token claim (default: sub)
+
+Upstream and clients
+  --upstream URL         The MCP server's Streamable HTTP endpoint (instead of a command after --)
+  --upstream-header H    "Name: value" sent to the upstream (repeatable), e.g. its own Authorization
+  --listen HOST:PORT     Serve Streamable HTTP at http://HOST:PORT/mcp (default: stdio)
+  --key-field NAME       Name of the key argument (default: idempotency_key)
+  -h, --help             Show this text
+
+Telemetry: OpenTelemetry over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or another OTEL_* exporter
+variable) is set, with the standard OTEL_* variables; spans continue the client's _meta.traceparent.
+In stdio mode stdout is the MCP channel: diagnostics go to stderr.
+
+Examples
+  DATABASE_URL=postgres://app@db:5432/app tool-ledger gateway -- npx -y @modelcontextprotocol/server-filesystem /srv/files
+  tool-ledger gateway --pglite ~/.tool-ledger/gateway --tenant me -- node my-server.js
+  tool-ledger gateway --upstream http://127.0.0.1:3001/mcp --listen 127.0.0.1:8808 --tenant-header x-tenant-id
+`;
+
+function parseListen(value: string): { host: string; port: number } {
+  const match = value.match(/^(\[[^\]]+\]|[^:]+):(\d{1,5})$/);
+  const port = match ? Number(match[2]) : Number.NaN;
+  if (!match || port > 65535)
+    throw usageError(
+      `--listen must be HOST:PORT (for example 127.0.0.1:8808), got ${JSON.stringify(value)}.`,
+    );
+  return { host: (match[1] as string).replace(/^\[|\]$/g, ''), port };
+}
+
+function parseHeaders(values: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const value of values) {
+    const at = value.indexOf(':');
+    if (at < 1) throw usageError(`--upstream-header must be "Name: value", got ${JSON.stringify(value)}.`);
+    headers[value.slice(0, at).trim()] = value.slice(at + 1).trim();
+  }
+  return headers;
+}
+
+/** Runs `tool-ledger gateway` until the client or the upstream goes away, or a signal stops it. */
+export async function gatewayCommand(argv: readonly string[], io: Io): Promise<number> {
+  const split = argv.indexOf('--');
+  const own = split === -1 ? [...argv] : argv.slice(0, split);
+  const command = split === -1 ? [] : argv.slice(split + 1);
+  let values: Record<string, string | boolean | string[] | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: own,
+      options: {
+        'database-url': { type: 'string' },
+        pglite: { type: 'string' },
+        schema: { type: 'string' },
+        config: { type: 'string' },
+        tenant: { type: 'string' },
+        user: { type: 'string' },
+        'tenant-header': { type: 'string' },
+        'user-header': { type: 'string' },
+        'token-secret-env': { type: 'string' },
+        'token-public-key': { type: 'string' },
+        'token-issuer': { type: 'string' },
+        'token-audience': { type: 'string' },
+        'tenant-claim': { type: 'string' },
+        'user-claim': { type: 'string' },
+        upstream: { type: 'string' },
+        'upstream-header': { type: 'string', multiple: true },
+        listen: { type: 'string' },
+        'key-field': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw usageError(`gateway: ${(error as Error).message}`);
+  }
+  const str = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+  if (values.help === true) {
+    // In stdio mode stdout belongs to MCP, but --help never starts a gateway.
+    io.out(GATEWAY_HELP.trimEnd());
+    return EXIT.OK;
+  }
+  const url = str('upstream');
+  if ((url === undefined) === (command.length === 0)) {
+    throw usageError(
+      'gateway needs the MCP server to stand in front of: a command after -- (tool-ledger gateway -- npx -y @modelcontextprotocol/server-filesystem /srv), or --upstream URL.',
+    );
+  }
+  const listen = str('listen') === undefined ? undefined : parseListen(str('listen') as string);
+  if (url !== undefined && listen === undefined) {
+    throw usageError('--upstream URL needs --listen HOST:PORT: an HTTP upstream is served to HTTP clients.');
+  }
+  const httpOnly = [
+    'tenant-header',
+    'user-header',
+    'token-secret-env',
+    'token-public-key',
+    'tenant-claim',
+    'user-claim',
+  ];
+  if (listen === undefined) {
+    const given = httpOnly.filter((name) => str(name) !== undefined);
+    if (given.length > 0)
+      throw usageError(`--${given[0]} applies to --listen (HTTP) only; over stdio use --tenant and --user.`);
+  }
+
+  const databaseUrl = str('database-url');
+  if (databaseUrl !== undefined && hasPassword(databaseUrl)) {
+    throw usageError(
+      '--database-url carries a password, which every user of this machine can read in ps. Put it in PGPASSWORD (or the whole URL in DATABASE_URL) and pass --database-url without it.',
+    );
+  }
+  const connectionString = databaseUrl ?? io.env.DATABASE_URL;
+  const pglite = str('pglite');
+  if (pglite !== undefined && databaseUrl !== undefined)
+    throw usageError('Pass --database-url or --pglite, not both.');
+  if (pglite === undefined && !connectionString) {
+    throw usageError(
+      'gateway needs a durable ledger: set DATABASE_URL, pass --database-url postgres://user@host:5432/db, or --pglite DIR for an embedded one.',
+    );
+  }
+  const ledger: LedgerOptions = {
+    ...(pglite === undefined ? { connectionString } : { pglite }),
+    ...(str('schema') === undefined ? {} : { schema: str('schema') }),
+  };
+
+  let token: TokenVerification | undefined;
+  const secretEnv = str('token-secret-env');
+  const keyFile = str('token-public-key');
+  if (secretEnv !== undefined && keyFile !== undefined)
+    throw usageError('Pass --token-secret-env or --token-public-key, not both.');
+  if (secretEnv !== undefined) {
+    const secret = io.env[secretEnv];
+    if (!secret) throw usageError(`--token-secret-env ${secretEnv}: $${secretEnv} is not set.`);
+    token = { secret };
+  } else if (keyFile !== undefined) {
+    token = { publicKey: readFileSync(keyFile, 'utf8') };
+  }
+  if (token !== undefined) {
+    token = {
+      ...token,
+      ...(str('token-issuer') === undefined ? {} : { issuer: str('token-issuer') }),
+      ...(str('token-audience') === undefined ? {} : { audience: str('token-audience') }),
+    };
+  } else if (str('tenant-claim') !== undefined || str('user-claim') !== undefined) {
+    throw usageError(
+      '--tenant-claim and --user-claim need a verified token: add --token-secret-env or --token-public-key.',
+    );
+  }
+
+  const file = str('config') === undefined ? {} : readGatewayConfig(str('config') as string);
+  const [program, ...args] = command;
+  const options: StartGatewayOptions = {
+    upstream:
+      url !== undefined
+        ? { url, headers: parseHeaders((values['upstream-header'] as string[] | undefined) ?? []) }
+        : { command: program as string, args },
+    ledger,
+    ...(str('tenant') === undefined ? {} : { tenant: str('tenant') }),
+    ...(str('user') === undefined ? {} : { user: str('user') }),
+    ...(file.tools === undefined ? {} : { tools: file.tools }),
+    ...(file.defaults === undefined ? {} : { defaults: file.defaults }),
+    ...((str('key-field') ?? file.keyField) === undefined
+      ? {}
+      : { keyField: str('key-field') ?? file.keyField }),
+    ...(listen === undefined ? {} : { listen }),
+    identity: {
+      ...(str('tenant-header') === undefined ? {} : { tenantHeader: str('tenant-header') }),
+      ...(str('user-header') === undefined ? {} : { userHeader: str('user-header') }),
+      ...(token === undefined ? {} : { token }),
+      ...(str('tenant-claim') === undefined ? {} : { tenantClaim: str('tenant-claim') }),
+      ...(str('user-claim') === undefined ? {} : { userClaim: str('user-claim') }),
+    },
+    log: io.err,
+  };
+
+  const telemetry = await startTelemetryFromEnv(io);
+  try {
+    const gateway = await startGateway(options).catch((error: unknown) => {
+      if (error instanceof ToolLedgerError) throw new CliError(error.message, EXIT.FAILURE, { cause: error });
+      throw error;
+    });
+    if (gateway.url) io.err(`tool-ledger gateway: serving MCP (Streamable HTTP) at ${gateway.url.href}`);
+    const stop = () => void gateway.close();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    await gateway.closed;
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    return EXIT.OK;
+  } finally {
+    await telemetry?.shutdown().catch(() => {});
+  }
+}
+
+/** The OpenTelemetry SDK, when the OTEL_* variables ask for an exporter (its packages are optional peers). */
+async function startTelemetryFromEnv(io: Io): Promise<{ shutdown(): Promise<void> } | undefined> {
+  const wanted = Object.keys(io.env).some(
+    (name) =>
+      /^OTEL_EXPORTER_OTLP_(TRACES_|METRICS_|LOGS_)?ENDPOINT$/.test(name) ||
+      /^OTEL_(TRACES|METRICS|LOGS)_EXPORTER$/.test(name),
+  );
+  if (!wanted) return undefined;
+  try {
+    const { startTelemetry } = await import('../otel/index.js');
+    return await startTelemetry({ serviceName: 'tool-ledger-gateway', mode: 'otlp' });
+  } catch (error) {
+    io.err(
+      `tool-ledger gateway: telemetry not started (${(error as Error).message}); install @opentelemetry/sdk-node and the OTLP exporters to export it.`,
+    );
+    return undefined;
+  }
+}

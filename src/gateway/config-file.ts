@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import { ToolLedgerError } from '../contract/errors.js';
+import { isRecord } from '../integrations/shared/adapter-tool.js';
+import type { GatewayToolOptions } from './types.js';
+
+/** The `--config` file: per-tool settings, defaults for the rest, and the key argument's name. */
+export interface GatewayConfigFile {
+  readonly tools?: Record<string, GatewayToolOptions>;
+  readonly defaults?: GatewayToolOptions;
+  readonly keyField?: string;
+}
+
+const TOOL_FIELDS = new Set([
+  'kind',
+  'volatileFields',
+  'ttlSeconds',
+  'leaseSeconds',
+  'waitSeconds',
+  'onUnknown',
+  'timeoutSeconds',
+]);
+
+function checkToolEntry(where: string, entry: unknown): GatewayToolOptions {
+  if (!isRecord(entry)) throw invalid(`${where} must be an object`);
+  for (const field of Object.keys(entry)) {
+    if (!TOOL_FIELDS.has(field)) {
+      throw invalid(`${where} has an unknown setting "${field}" (known: ${[...TOOL_FIELDS].join(', ')})`);
+    }
+  }
+  const vf = entry.volatileFields;
+  if (vf !== undefined && !(Array.isArray(vf) && vf.every((f) => typeof f === 'string'))) {
+    throw invalid(`${where}.volatileFields must be an array of dotted argument paths`);
+  }
+  for (const field of ['ttlSeconds', 'leaseSeconds', 'waitSeconds'] as const) {
+    const value = entry[field];
+    if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0)) {
+      throw invalid(`${where}.${field} must be an integer >= 0`);
+    }
+  }
+  return entry as GatewayToolOptions;
+}
+
+function invalid(why: string): ToolLedgerError {
+  return new ToolLedgerError('CONFIG_INVALID', `The gateway config file is invalid: ${why}.`);
+}
+
+/** Reads and checks a `--config` JSON file. */
+export function readGatewayConfig(path: string): GatewayConfigFile {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ToolLedgerError(
+      'CONFIG_INVALID',
+      `The gateway config file ${path} could not be read as JSON: ${(error as Error).message}.`,
+      { cause: error },
+    );
+  }
+  if (!isRecord(parsed))
+    throw invalid('the top level must be an object with "tools", "defaults" and/or "keyField"');
+  for (const field of Object.keys(parsed)) {
+    if (!['tools', 'defaults', 'keyField', '$schema'].includes(field)) {
+      throw invalid(`unknown top-level field "${field}" (known: tools, defaults, keyField)`);
+    }
+  }
+  const tools: Record<string, GatewayToolOptions> = {};
+  if (parsed.tools !== undefined) {
+    if (!isRecord(parsed.tools)) throw invalid('"tools" must map tool names to settings');
+    for (const [name, entry] of Object.entries(parsed.tools))
+      tools[name] = checkToolEntry(`tools.${name}`, entry);
+  }
+  if (parsed.keyField !== undefined && typeof parsed.keyField !== 'string') {
+    throw invalid('"keyField" must be a string');
+  }
+  return {
+    tools,
+    ...(parsed.defaults === undefined ? {} : { defaults: checkToolEntry('defaults', parsed.defaults) }),
+    ...(parsed.keyField === undefined ? {} : { keyField: parsed.keyField as string }),
+  };
+}

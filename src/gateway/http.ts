@@ -1,0 +1,182 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ToolLedgerError } from '../contract/errors.js';
+import { type HttpServerTransport, httpServerTransport } from './sdk.js';
+import type { GatewaySession } from './session.js';
+import { type TokenVerification, verifyToken } from './token.js';
+import type { GatewayIdentity } from './types.js';
+
+/** Where a Streamable HTTP gateway takes each call's tenant and user from. Never from tool arguments. */
+export interface HttpIdentityOptions {
+  /** Header naming the tenant, set by a proxy you trust (for example `x-tenant-id`). @default none */
+  readonly tenantHeader?: string;
+  /** Header naming the end user, set by a proxy you trust. @default none */
+  readonly userHeader?: string;
+  /** Verify `Authorization: Bearer <JWT>` on every request; requests without a valid token get 401. @default none */
+  readonly token?: TokenVerification;
+  /** The token claim naming the tenant. @default none */
+  readonly tenantClaim?: string;
+  /** The token claim naming the user. @default 'sub' */
+  readonly userClaim?: string;
+}
+
+/** Carried on the transport's `authInfo.extra`, where the session reads each call's identity. */
+export const IDENTITY_KEY = 'tool-ledger/identity';
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name.toLowerCase()];
+  const text = Array.isArray(value) ? value[0] : value;
+  return typeof text === 'string' && text.length > 0 && text.length <= 1024 ? text : undefined;
+}
+
+function claim(claims: Record<string, unknown>, name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const value = claims[name];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+function refuse(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message } }));
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new Error('request body too large');
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** The identity of one HTTP request, or why it is refused. */
+function identify(
+  req: IncomingMessage,
+  options: HttpIdentityOptions,
+  fallback: GatewayIdentity,
+): GatewayIdentity | { readonly refused: string; readonly status: number } {
+  let tenant = fallback.tenant;
+  let user = fallback.user;
+  if (options.token) {
+    const auth = header(req, 'authorization');
+    const token = auth?.match(/^Bearer\s+(\S+)$/i)?.[1];
+    if (token === undefined) return { refused: 'A bearer token is required.', status: 401 };
+    const verified = verifyToken(token, options.token);
+    if ('refused' in verified) return { refused: 'The bearer token is not valid.', status: 401 };
+    tenant = claim(verified.claims, options.tenantClaim) ?? tenant;
+    user = claim(verified.claims, options.userClaim ?? 'sub') ?? user;
+    if (options.tenantClaim !== undefined && claim(verified.claims, options.tenantClaim) === undefined) {
+      return { refused: `The bearer token has no "${options.tenantClaim}" claim.`, status: 403 };
+    }
+  }
+  if (options.tenantHeader !== undefined) {
+    const value = header(req, options.tenantHeader);
+    if (value === undefined)
+      return { refused: `The ${options.tenantHeader} header is required.`, status: 400 };
+    tenant = value;
+  }
+  if (options.userHeader !== undefined) user = header(req, options.userHeader) ?? user;
+  return { tenant, user };
+}
+
+interface HttpSession {
+  readonly transport: HttpServerTransport;
+  readonly session: GatewaySession;
+  readonly identity: GatewayIdentity;
+}
+
+/** A listening Streamable HTTP gateway. */
+export interface HttpListener {
+  readonly url: URL;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves MCP's Streamable HTTP transport: one gateway session (and one upstream connection) per client session.
+ * A session stays bound to the identity that opened it: a request of another tenant or user with its session id
+ * is refused.
+ */
+export async function listenHttp(options: {
+  readonly host: string;
+  readonly port: number;
+  readonly identity: HttpIdentityOptions;
+  readonly fallback: GatewayIdentity;
+  readonly openSession: (transport: HttpServerTransport) => Promise<GatewaySession>;
+  readonly log: (line: string) => void;
+}): Promise<HttpListener> {
+  const sessions = new Map<string, HttpSession>();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const who = identify(req, options.identity, options.fallback);
+    if ('refused' in who) return refuse(res, who.status, who.refused);
+    (req as IncomingMessage & { auth?: unknown }).auth = {
+      token: '',
+      clientId: who.user ?? '',
+      scopes: [],
+      extra: { [IDENTITY_KEY]: who },
+    };
+    const body = req.method === 'POST' ? await readBody(req) : undefined;
+    const sessionId = header(req, 'mcp-session-id');
+    if (sessionId !== undefined) {
+      const known = sessions.get(sessionId);
+      if (known === undefined) return refuse(res, 404, 'Session not found; initialize a new session.');
+      if (known.identity.tenant !== who.tenant || known.identity.user !== who.user) {
+        return refuse(res, 403, 'This session belongs to another tenant or user.');
+      }
+      return known.transport.handleRequest(req, res, body);
+    }
+    if (req.method !== 'POST') return refuse(res, 400, 'Initialize a session with a POST first.');
+    let session: GatewaySession | undefined;
+    const transport = await httpServerTransport({
+      onSession: (id) => {
+        if (session) sessions.set(id, { transport, session, identity: who });
+      },
+      onClosed: (id) => {
+        sessions.delete(id);
+      },
+    });
+    session = await options.openSession(transport);
+    void session.closed.then(() => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    });
+    await transport.handleRequest(req, res, body);
+    // A POST that did not initialize a session leaves nothing behind.
+    if (transport.sessionId === undefined) await session.close();
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      options.log(`tool-ledger gateway: HTTP request failed: ${(error as Error).message}`);
+      if (!res.headersSent)
+        refuse(res, error instanceof SyntaxError ? 400 : 500, 'The request could not be handled.');
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error) =>
+      reject(
+        new ToolLedgerError(
+          'CONFIG_INVALID',
+          `The gateway cannot listen on ${options.host}:${options.port} (${error.message}). Pick a free port with --listen HOST:PORT.`,
+          { cause: error },
+        ),
+      ),
+    );
+    server.listen(options.port, options.host, resolve);
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: new URL(`http://${host}:${address.port}/mcp`),
+    async close() {
+      await Promise.allSettled([...sessions.values()].map((s) => s.session.close()));
+      server.closeAllConnections?.();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

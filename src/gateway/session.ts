@@ -1,0 +1,271 @@
+import type { Ledger } from '../create-ledger.js';
+import { isRecord } from '../integrations/shared/adapter-tool.js';
+import type { LedgerTool } from '../middleware/tool.js';
+import { type CallTransport, gatewayLedgerTool, handleToolCall } from './call.js';
+import type { ToolCatalog, ToolFacts } from './catalog.js';
+import type { GatewayIdentity, GatewayTransport, JsonRpcMessage, TransportExtra } from './types.js';
+import { UpstreamRequests } from './upstream.js';
+
+// Bounds the gateway's own listing when a call names a tool it has not seen: pages and time.
+const MAX_LIST_PAGES = 50;
+const LIST_TIMEOUT_MS = 10_000;
+// How long a closing session waits for calls in flight to be answered before it closes the client side.
+const DRAIN_TIMEOUT_MS = 15_000;
+
+/** What every session of one gateway shares: the ledger and its tools, the catalog and the settings. */
+export interface SessionShared {
+  readonly ledger: Ledger;
+  readonly catalog: ToolCatalog;
+  readonly keyField: string;
+  readonly network: 'pipe' | 'tcp';
+  readonly log: (line: string) => void;
+  /** The identity of a call from what its transport says. */
+  readonly identity: (extra: TransportExtra | undefined) => GatewayIdentity;
+}
+
+const ledgerTools = new WeakMap<Ledger, Map<string, LedgerTool<unknown, unknown>>>();
+
+/** One ledger tool per tool name for the ledger's lifetime (the ledger refuses a second one of the same name). */
+function ledgerToolFor(ledger: Ledger, facts: ToolFacts): LedgerTool<unknown, unknown> {
+  let tools = ledgerTools.get(ledger);
+  if (tools === undefined) {
+    tools = new Map();
+    ledgerTools.set(ledger, tools);
+  }
+  let tool = tools.get(facts.name);
+  if (tool === undefined) {
+    tool = gatewayLedgerTool(ledger, facts);
+    tools.set(facts.name, tool);
+  }
+  return tool;
+}
+
+/**
+ * One client connection relayed to one upstream connection. Every message passes through as it is, except:
+ * `tools/list` answers (mutating tools gain the key argument), `tools/call` requests (answered by the ledger or
+ * forwarded under an id of the gateway's own), cancellations of those calls, and `tools/list_changed`, which
+ * makes the gateway read the annotations again.
+ */
+export class GatewaySession {
+  readonly requests: UpstreamRequests;
+  readonly #listRequests = new Map<string | number, number>();
+  readonly #calls = new Map<string | number, AbortController>();
+  readonly #progress = new Map<string | number, string | number>();
+  #inFlight = new Set<Promise<void>>();
+  #protocolVersion: string | undefined;
+  #initializeId: string | number | undefined;
+  #closing = false;
+  #listing: Promise<void> | undefined;
+  readonly closed: Promise<void>;
+  #resolveClosed!: () => void;
+
+  constructor(
+    private readonly shared: SessionShared,
+    private readonly downstream: GatewayTransport,
+    private readonly upstream: GatewayTransport,
+  ) {
+    this.requests = new UpstreamRequests(upstream);
+    this.closed = new Promise((resolve) => {
+      this.#resolveClosed = resolve;
+    });
+  }
+
+  async start(): Promise<void> {
+    this.upstream.onmessage = (message) => this.#fromUpstream(message);
+    this.upstream.onclose = () => void this.#upstreamClosed();
+    this.upstream.onerror = (error) => this.shared.log(`tool-ledger gateway: upstream: ${error.message}`);
+    this.downstream.onmessage = (message, extra) => this.#fromClient(message, extra);
+    this.downstream.onclose = () => void this.close();
+    this.downstream.onerror = (error) => this.shared.log(`tool-ledger gateway: client: ${error.message}`);
+    await this.upstream.start();
+    await this.downstream.start();
+  }
+
+  #send(target: GatewayTransport, message: JsonRpcMessage, relatedRequestId?: string | number): void {
+    const options = relatedRequestId === undefined ? undefined : { relatedRequestId };
+    target.send(message, options).catch((error: unknown) => {
+      // A request's stream may have ended (its answer went out): notifications then take the standalone stream.
+      if (relatedRequestId !== undefined && message.id === undefined) {
+        target.send(message).catch(() => {});
+        return;
+      }
+      this.shared.log(
+        `tool-ledger gateway: could not relay ${message.method ?? 'a response'}: ${(error as Error).message}`,
+      );
+    });
+  }
+
+  #fromClient(message: JsonRpcMessage, extra: TransportExtra | undefined): void {
+    if (message.method !== undefined && message.id !== undefined) {
+      if (message.method === 'tools/call') {
+        this.#track(this.#call(message, extra));
+        return;
+      }
+      if (message.method === 'tools/list') this.#listRequests.set(message.id, this.shared.catalog.generation);
+      if (message.method === 'initialize') this.#initializeId = message.id;
+      this.#rememberProgress(message);
+    } else if (message.method === 'notifications/cancelled') {
+      const requestId = message.params?.requestId;
+      const call =
+        typeof requestId === 'string' || typeof requestId === 'number'
+          ? this.#calls.get(requestId)
+          : undefined;
+      if (call) {
+        // The gateway forwarded this call under its own id; its abort sends the cancellation with that id.
+        call.abort();
+        return;
+      }
+    }
+    this.#send(this.upstream, message);
+  }
+
+  /** Progress notifications name the client's token: they go back on the stream of the request that set it. */
+  #rememberProgress(message: JsonRpcMessage): void {
+    const meta = isRecord(message.params?._meta) ? message.params._meta : undefined;
+    const token = meta?.progressToken;
+    if ((typeof token === 'string' || typeof token === 'number') && message.id !== undefined) {
+      this.#progress.set(token, message.id);
+    }
+  }
+
+  #fromUpstream(message: JsonRpcMessage): void {
+    if (this.requests.take(message)) return;
+    if (message.method === undefined && message.id !== undefined) {
+      const id = message.id;
+      const generation = this.#listRequests.get(id);
+      if (generation !== undefined) {
+        this.#listRequests.delete(id);
+        if (isRecord(message.result)) {
+          message = { ...message, result: this.shared.catalog.rewriteList(message.result, generation) };
+        }
+      }
+      if (id === this.#initializeId && isRecord(message.result)) {
+        const version = message.result.protocolVersion;
+        if (typeof version === 'string') this.#protocolVersion = version;
+      }
+      this.#forgetProgress(id);
+      this.#send(this.downstream, message);
+      return;
+    }
+    if (message.method === 'notifications/tools/list_changed') this.shared.catalog.invalidate();
+    let related: string | number | undefined;
+    if (message.method === 'notifications/progress') {
+      const token = message.params?.progressToken;
+      if (typeof token === 'string' || typeof token === 'number') related = this.#progress.get(token);
+    }
+    this.#send(this.downstream, message, related);
+  }
+
+  #forgetProgress(requestId: string | number): void {
+    for (const [token, id] of this.#progress) if (id === requestId) this.#progress.delete(token);
+  }
+
+  #track(work: Promise<void>): void {
+    this.#inFlight.add(work);
+    void work.finally(() => this.#inFlight.delete(work));
+  }
+
+  /** The facts of a tool; when no listing has named it, the gateway lists the upstream's tools itself. */
+  async #facts(name: string): Promise<ToolFacts> {
+    const known = this.shared.catalog.get(name);
+    if (known) return known;
+    this.#listing ??= this.#listAll().finally(() => {
+      this.#listing = undefined;
+    });
+    await this.#listing;
+    return this.shared.catalog.get(name) ?? this.shared.catalog.unlisted(name);
+  }
+
+  async #listAll(): Promise<void> {
+    const generation = this.shared.catalog.generation;
+    let cursor: string | undefined;
+    try {
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const result = await this.requests.request('tools/list', cursor === undefined ? {} : { cursor }, {
+          timeoutMs: LIST_TIMEOUT_MS,
+        });
+        this.shared.catalog.rewriteList(result, generation);
+        cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+        if (cursor === undefined) return;
+      }
+    } catch (error) {
+      // Unlisted tools count as mutating, so a failed listing errs on the side of the ledger.
+      this.shared.log(
+        `tool-ledger gateway: could not list the upstream's tools: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  async #call(message: JsonRpcMessage, extra: TransportExtra | undefined): Promise<void> {
+    const id = message.id as string | number;
+    const params = isRecord(message.params) ? message.params : {};
+    const name = params.name;
+    if (typeof name !== 'string') {
+      this.#send(this.downstream, {
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32602, message: 'tools/call needs params.name, the name of the tool to call.' },
+      });
+      return;
+    }
+    this.#rememberProgress(message);
+    const abort = new AbortController();
+    this.#calls.set(id, abort);
+    try {
+      const facts = await this.#facts(name);
+      const transport: CallTransport = {
+        requestId: id,
+        sessionId: this.downstream.sessionId,
+        protocolVersion: this.#protocolVersion,
+        network: this.shared.network,
+      };
+      const answer = await handleToolCall({
+        params,
+        facts,
+        ledgerTool: (f) => ledgerToolFor(this.shared.ledger, f),
+        upstream: this.requests,
+        identity: this.shared.identity(extra),
+        keyField: this.shared.keyField,
+        transport,
+        signal: abort.signal,
+      });
+      // A cancelled request gets no answer (MCP: the receiver of a cancellation does not respond).
+      if (abort.signal.aborted) return;
+      this.#send(this.downstream, { jsonrpc: '2.0', id, ...answer } as JsonRpcMessage);
+    } catch (error) {
+      this.#send(this.downstream, {
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32603, message: `tool-ledger gateway: ${(error as Error).message}` },
+      });
+    } finally {
+      this.#calls.delete(id);
+      this.#forgetProgress(id);
+    }
+  }
+
+  async #upstreamClosed(): Promise<void> {
+    if (!this.#closing)
+      this.shared.log('tool-ledger gateway: the upstream MCP server closed the connection.');
+    this.requests.closeAll();
+    await this.close();
+  }
+
+  /** Answers the calls in flight (bounded), then closes both sides. */
+  async close(): Promise<void> {
+    if (this.#closing) return this.closed;
+    this.#closing = true;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.#inFlight]),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    this.requests.closeAll();
+    await Promise.allSettled([this.upstream.close(), this.downstream.close()]);
+    this.#resolveClosed();
+    return this.closed;
+  }
+}

@@ -1,0 +1,200 @@
+// Shared helpers of the gateway suites: real MCP servers from npm, the gateway's real CLI as a child process,
+// and real clients of both MCP SDK lines.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as HttpClientV2,
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioClientV2 } from '@modelcontextprotocol/client/stdio';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioClientV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport as HttpClientV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import pg from 'pg';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const FILESYSTEM_SERVER = join(
+  ROOT,
+  'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js',
+);
+export const EVERYTHING_SERVER = join(
+  ROOT,
+  'node_modules/@modelcontextprotocol/server-everything/dist/index.js',
+);
+const CLI = join(ROOT, 'src/cli/main.ts');
+
+export type Line = '1.x' | '2.x';
+export const LINES: readonly Line[] = ['1.x', '2.x'];
+
+export type ToolResult = {
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+};
+
+/** The calls the suites make, typed once for both SDK lines (their method shapes are the same). */
+export type AnyClient = ClientV1;
+
+export function databaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set: the vitest global setup should have started Postgres.');
+  return url;
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `tl-gw-${prefix}-`));
+}
+
+/** `node --import tsx src/cli/main.ts gateway …`: the CLI as users run it, from source. */
+export function gatewayCommand(args: readonly string[]): { command: string; args: string[] } {
+  return { command: process.execPath, args: ['--import', 'tsx', CLI, 'gateway', ...args] };
+}
+
+/** A client of the line, connected over stdio to a spawned process (the gateway, or a server directly). */
+export async function stdioClient(
+  line: Line,
+  spawn: { command: string; args: string[] },
+): Promise<AnyClient> {
+  const params = { ...spawn, cwd: ROOT, stderr: 'pipe' as const, env: process.env as Record<string, string> };
+  if (line === '1.x') {
+    const client = new ClientV1({ name: 'gateway-test', version: '1' });
+    await client.connect(new StdioClientV1(params));
+    return client;
+  }
+  const client = new ClientV2({ name: 'gateway-test', version: '1' });
+  await client.connect(new StdioClientV2(params));
+  return client as unknown as AnyClient;
+}
+
+/** A client of the line, connected over Streamable HTTP. */
+export async function httpClient(
+  line: Line,
+  url: URL,
+  headers: Record<string, string> = {},
+): Promise<AnyClient> {
+  if (line === '1.x') {
+    const client = new ClientV1({ name: 'gateway-test', version: '1' });
+    await client.connect(new HttpClientV1(url, { requestInit: { headers } }));
+    return client;
+  }
+  const client = new ClientV2({ name: 'gateway-test', version: '1' });
+  await client.connect(new HttpClientV2(url, { requestInit: { headers } }));
+  return client as unknown as AnyClient;
+}
+
+export async function callTool(
+  client: AnyClient,
+  name: string,
+  args: Record<string, unknown>,
+  meta?: Record<string, unknown>,
+): Promise<ToolResult> {
+  return (await client.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) })) as ToolResult;
+}
+
+export function texts(result: ToolResult): string {
+  return result.content.map((block) => block.text ?? '').join('\n');
+}
+
+export function outcome(result: ToolResult): unknown {
+  return (result._meta?.['tool-ledger/call'] as { outcome?: unknown } | undefined)?.outcome;
+}
+
+export function errorCode(result: ToolResult): unknown {
+  return (result._meta?.['tool-ledger/error'] as { code?: unknown } | undefined)?.code;
+}
+
+/** Runs SQL on the test database, for assertions on the ledger rows; drops the schemas it was given at the end. */
+export function database(): {
+  sql<R>(text: string, params?: unknown[]): Promise<R[]>;
+  drop(schema: string): Promise<void>;
+  end(): Promise<void>;
+} {
+  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  return {
+    sql: async <R>(text: string, params?: unknown[]) => (await pool.query(text, params)).rows as R[],
+    drop: async (schema) => {
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    },
+    end: () => pool.end(),
+  };
+}
+
+/** Waits until `check` holds, at most `attempts` times `stepMs` (a bound, not a timing assertion). */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  attempts = 200,
+  stepMs = 50,
+): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+  throw new Error(`condition not met after ${attempts} checks`);
+}
+
+/** A long-running child (a gateway on HTTP, an HTTP server) that a suite stops by its own pid. */
+export interface Child {
+  readonly process: import('node:child_process').ChildProcess;
+  readonly stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/** Spawns a child and waits until a line of its output matches `ready` (bounded by `attempts` checks). */
+export async function spawnUntil(
+  command: string,
+  args: readonly string[],
+  ready: RegExp,
+  env: Record<string, string> = {},
+): Promise<Child & { readonly match: RegExpMatchArray }> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(command, [...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => {
+    output += String(chunk);
+  });
+  child.stderr?.on('data', (chunk) => {
+    output += String(chunk);
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  try {
+    await eventually(() => ready.test(output) || child.exitCode !== null, 600, 50);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const match = output.match(ready);
+  if (!match) throw new Error(`${command} exited before it was ready:\n${output}`);
+  return { process: child, stderr: () => output, stop, match };
+}
+
+/** A port nobody listens on right now, for servers that take their port from the environment. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as import('node:net').AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** `tool-ledger gateway --listen 127.0.0.1:0 …` as a child; resolves with the URL it serves. */
+export async function httpGateway(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<Child & { readonly url: URL }> {
+  const { command, args: full } = gatewayCommand(['--listen', '127.0.0.1:0', ...args]);
+  const child = await spawnUntil(command, full, /serving MCP \(Streamable HTTP\) at (\S+)/, env);
+  return { ...child, url: new URL(child.match[1] as string) };
+}

@@ -1,0 +1,112 @@
+// The upstream dies mid-call: the request was sent, no answer came, so the outcome is unknown. The gateway
+// reports OUTCOME_UNKNOWN (onUnknown 'fail', its default), the row waits for an operator, and a retry with the
+// same key, from a new gateway process, is not sent again. The upstream is the npm "everything" server, whose
+// long-running tool (read-only by its annotations) is declared a mutation in the gateway's --config file.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type AnyClient,
+  callTool,
+  database,
+  databaseUrl,
+  EVERYTHING_SERVER,
+  errorCode,
+  eventually,
+  gatewayCommand,
+  stdioClient,
+  type ToolResult,
+  tempDir,
+  texts,
+} from './support.js';
+
+const db = database();
+const schema = `gw_crash_${process.pid}`;
+const dir = tempDir('crash');
+const pidFile = join(dir, 'upstream.pid');
+const config = join(dir, 'gateway.json');
+writeFileSync(config, JSON.stringify({ tools: { 'trigger-long-running-operation': { kind: 'mutation' } } }));
+// The same tool under a short timeout, for the case of an upstream that does not answer in time.
+const shortTimeout = join(dir, 'short-timeout.json');
+writeFileSync(
+  shortTimeout,
+  JSON.stringify({ tools: { 'trigger-long-running-operation': { kind: 'mutation', timeoutSeconds: 1 } } }),
+);
+
+// The shell records its pid, then becomes the server (exec), so the pid is the server's own.
+const gateway = (configFile = config) =>
+  gatewayCommand([
+    '--database-url',
+    databaseUrl(),
+    '--schema',
+    schema,
+    '--config',
+    configFile,
+    '--',
+    '/bin/sh',
+    '-c',
+    `echo $$ > '${pidFile}'; exec '${process.execPath}' '${EVERYTHING_SERVER}' stdio`,
+  ]);
+
+const clients: AnyClient[] = [];
+afterAll(async () => {
+  await Promise.allSettled(clients.map((c) => c.close()));
+  await db.drop(schema);
+  await db.end();
+});
+
+describe('an upstream crash mid-call', () => {
+  const args = { duration: 30, steps: 30, idempotency_key: 'long-1' };
+
+  it('ends as OUTCOME_UNKNOWN, leaves the row unknown and never re-sends on retry', async () => {
+    const client = await stdioClient('1.x', gateway());
+    clients.push(client);
+    let progressed = 0;
+    const pending = client.callTool({ name: 'trigger-long-running-operation', arguments: args }, undefined, {
+      onprogress: () => void progressed++,
+      timeout: 120_000,
+    }) as Promise<ToolResult>;
+    // A progress notification proves the request reached the server and is running.
+    await eventually(() => progressed > 0);
+    process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
+    const result = await pending;
+    expect(result.isError).toBe(true);
+    expect(errorCode(result)).toBe('OUTCOME_UNKNOWN');
+    expect(texts(result)).toMatch(/^OUTCOME_UNKNOWN: .*not known whether it took effect/);
+    const rows = await db.sql<{ status: string; attempt: number }>(
+      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = 'long-1'`,
+    );
+    expect(rows).toEqual([{ status: 'unknown', attempt: 1 }]);
+
+    // The gateway exits with its upstream; a new one answers the retry from the ledger.
+    const next = await stdioClient('1.x', gateway());
+    clients.push(next);
+    let resent = 0;
+    const retry = (await next.callTool(
+      { name: 'trigger-long-running-operation', arguments: args },
+      undefined,
+      { onprogress: () => void resent++ },
+    )) as ToolResult;
+    expect(errorCode(retry)).toBe('OUTCOME_UNKNOWN');
+    expect(resent).toBe(0);
+    const after = await db.sql<{ status: string; attempt: number }>(
+      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = 'long-1'`,
+    );
+    expect(after).toEqual([{ status: 'unknown', attempt: 1 }]);
+  });
+
+  it('ends a call the upstream does not answer in time as OUTCOME_UNKNOWN, not as a failure to retry', async () => {
+    const client = await stdioClient('1.x', gateway(shortTimeout));
+    clients.push(client);
+    const slow = await callTool(client, 'trigger-long-running-operation', {
+      duration: 30,
+      steps: 3,
+      idempotency_key: 'slow-1',
+    });
+    expect(errorCode(slow)).toBe('OUTCOME_UNKNOWN');
+    const rows = await db.sql<{ status: string }>(
+      `SELECT status FROM "${schema}".tool_runs WHERE idempotency_key = 'slow-1'`,
+    );
+    expect(rows).toEqual([{ status: 'unknown' }]);
+  });
+});
