@@ -1,4 +1,5 @@
 import type { ConflictReason } from '../contract/errors.js';
+import { ToolLedgerError } from '../contract/errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
 import { unknownStatus } from './failures.js';
 
@@ -46,7 +47,10 @@ export interface JudgedRequest {
 export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): Verdict {
   // No row: a parallel insert committed between the statement's snapshot and its own insert.
   if (row === undefined) return { kind: 'raced', row };
-  if (row.claim !== 'existing') return { kind: 'won', row };
+  // Only the claim statement's own two kinds win: an answer of any other shape (a pooler that crossed two
+  // statements' answers once fed a claim another statement's row) is refused, never taken as a licence to run.
+  if (row.claim === 'inserted' || row.claim === 'taken') return { kind: 'won', row };
+  if (row.claim !== 'existing') throw strayAnswer(row);
   if (row.takeover_due) return { kind: 'raced', row };
   if (row.user_id !== (request.user ?? null)) return { kind: 'conflict', row, reason: 'user_mismatch' };
   if (row.parameter_hash !== request.paramsHash) return { kind: 'conflict', row, reason: 'params_mismatch' };
@@ -65,4 +69,14 @@ export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): V
   const verdict: Verdict | undefined = byStatus[row.status];
   if (verdict === undefined) throw unknownStatus(row);
   return verdict;
+}
+
+/** A claim whose answer is not a claim row: nothing is decided, so the call may be retried. */
+function strayAnswer(row: unknown): ToolLedgerError {
+  const claim = (row as { claim?: unknown } | null)?.claim;
+  return new ToolLedgerError(
+    'LEDGER_UNAVAILABLE',
+    `The database answered the idempotency claim with a row that is not a claim (claim=${JSON.stringify(claim) ?? 'undefined'}), so nothing was run. This happens when a connection pooler mixes up answers, for example LISTEN through PgBouncer in transaction mode. Retry with the same key; if it recurs, connect without the pooler or set preparedStatements: false.`,
+    { retryable: true },
+  );
 }

@@ -84,3 +84,13 @@ describe('judgeClaim', () => {
     ).toBe('abandoned');
   });
 });
+
+describe('an answer that is not a claim row', () => {
+  it('is refused as a retryable LEDGER_UNAVAILABLE, never judged as won', () => {
+    for (const claim of [undefined, null, 'other', 1]) {
+      expect(() => judgeClaim(row({ claim: claim as never }), { user: undefined, paramsHash: 'h' })).toThrow(
+        expect.objectContaining({ code: 'LEDGER_UNAVAILABLE', retryable: true }),
+      );
+    }
+  });
+});
