@@ -89,8 +89,10 @@ export interface LedgerOptions {
    */
   readonly maxUnsavedResultBytes?: number;
   /**
-   * Run the ledger's statements as named prepared statements on pg (plans cached per connection). Turn off behind
-   * a pooler that cannot track prepared statements, such as PgBouncer in transaction mode before 1.21.
+   * Run the ledger's statements as named prepared statements on pg (plans cached per connection). Behind a pooler
+   * that cannot track them (PgBouncer in transaction mode before 1.21) the driver notices the first refusal
+   * (42P05/26000), resends that statement unnamed, sends every later one unnamed and warns once
+   * (`TOOL_LEDGER_POOLER`); setting false skips the named attempt from the start.
    * @default true
    */
   readonly preparedStatements?: boolean;
