@@ -286,7 +286,7 @@ export const MIN_KEY_HASH_SECRET_BYTES = 16;
  * Refuses a configured key-hash secret (`telemetry.keyHashSecret`, else `TOOL_LEDGER_KEY_HASH_SECRET`, the order
  * telemetry reads them in) shorter than `MIN_KEY_HASH_SECRET_BYTES`. The message never contains the secret.
  */
-function checkKeyHashSecret(telemetry: TelemetryOptions | false, env: NodeJS.ProcessEnv): void {
+export function checkKeyHashSecret(telemetry: TelemetryOptions | false, env: NodeJS.ProcessEnv): void {
   if (telemetry === false || telemetry === null || typeof telemetry !== 'object') return;
   const option = telemetry.keyHashSecret;
   const fromOption = typeof option === 'string' && option.length > 0;

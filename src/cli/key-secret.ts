@@ -1,8 +1,10 @@
+import { checkKeyHashSecret } from '../config.js';
 import { readStoredSecret } from '../ledger/settings.js';
 import { settingsTable } from '../ledger/sql.js';
 import { configuredSecret } from '../telemetry/key-secret.js';
 import { KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
 import { type Db, queryable } from './db.js';
+import { CliError } from './errors.js';
 
 /** The secret support hashes keys under, and where it came from (said on stderr, so a mismatch can be traced). */
 export interface SupportSecret {
@@ -19,6 +21,12 @@ export async function supportSecret(
   db: Db | undefined,
   schema: string,
 ): Promise<SupportSecret | undefined> {
+  try {
+    // The CLI hashes under the same secret as the service, so it refuses the same short ones.
+    checkKeyHashSecret({}, env);
+  } catch (error) {
+    throw new CliError(error instanceof Error ? error.message : String(error));
+  }
   const configured = configuredSecret({}, env);
   if (configured !== undefined) return { secret: configured, source: `$${KEY_HASH_SECRET_ENV}` };
   if (db === undefined) return undefined;

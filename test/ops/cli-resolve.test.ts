@@ -125,3 +125,17 @@ describe('settling unknown outcomes from the CLI', () => {
     expect(cli(['resolve', '--key', 'k-x', '--result', '{not json'])).toMatchObject({ code: 2 });
   });
 });
+
+describe('the CLI and a short key-hash secret', () => {
+  it('refuses one under 16 bytes, as createLedger does, without printing it', () => {
+    const r = spawnSync(process.execPath, [CLI_BIN, 'hash-key', '--schema', schema], {
+      env: { ...process.env, DATABASE_URL: databaseUrl(), TOOL_LEDGER_KEY_HASH_SECRET: 'short-secret' },
+      input: 'maria@example.com',
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/is 12 bytes long; a key-hash secret needs at least 16 random bytes/);
+    expect(r.stderr).not.toContain('short-secret');
+  });
+});

@@ -341,7 +341,7 @@ describe('tool-ledger CLI', () => {
   });
 
   describe('hash-key', () => {
-    const secret = 'support-secret';
+    const secret = 'support-secret-of-the-deployment';
 
     it('prints the same HMAC telemetry emits, from stdin or the environment', () => {
       const r = cli(['hash-key'], {
@@ -458,7 +458,7 @@ describe('issue 14: the CLI is safe to paste into and read from', () => {
 });
 
 describe('issue 14: support finds, derives and forgets keys', () => {
-  const secret = 'support-secret';
+  const secret = 'support-secret-of-the-deployment';
   const t = () => `"${schema}".tool_runs`;
   const personal = 'maria.gonzalez@example.com';
 
@@ -725,10 +725,10 @@ describe('issue 11: support hashes a raw key under the secret the service uses, 
     expect(r.stderr).toContain(`"${schema}".tool_ledger_settings`);
     // The variable still wins, as it does in the service.
     const configured = cli(['hash-key', '--schema', schema], {
-      env: { TOOL_LEDGER_KEY_HASH_SECRET: 'other' },
+      env: { TOOL_LEDGER_KEY_HASH_SECRET: 'another-secret-of-16+-bytes' },
       input: `${unsafe}-0`,
     });
-    expect(configured.stdout.trim()).toBe(hashKey(`${unsafe}-0`, 'other'));
+    expect(configured.stdout.trim()).toBe(hashKey(`${unsafe}-0`, 'another-secret-of-16+-bytes'));
   });
 
   it('inspect --job and forget use the stored secret too', async () => {
