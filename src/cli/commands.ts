@@ -28,7 +28,7 @@ import {
   table,
   terminalSafeJson,
 } from './format.js';
-import { type KeyForm, keyCell, keyForm } from './key-display.js';
+import { auditedKey, type KeyForm, keyCell, keyForm } from './key-display.js';
 import { noSecretHelp, supportSecret } from './key-secret.js';
 import { scrubText, scrubValue } from './scrub.js';
 import {
@@ -251,12 +251,7 @@ async function forgottenRuns(
   const [audit] = await db.query<{ exists: boolean }>(forgottenTableExistsSql, [schema]);
   if (!audit?.exists) return [];
   const form = keyForm(lookup.key, secret);
-  const recorded =
-    form.key !== null
-      ? { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key }
-      : form.keyHash !== null
-        ? { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash }
-        : null;
+  const recorded = auditedKey(form);
   if (recorded === null) return [];
   return db.query<ForgottenAuditRow>(forgottenByKeySql(schema), [
     recorded.attribute,
@@ -761,12 +756,7 @@ export async function forgetCommand(
   const { form, recorded, outcome } = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, schema);
     const form = keyForm(opts.key, (await supportSecret(io.env, db, schema))?.secret);
-    const recorded =
-      form.key !== null
-        ? { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key }
-        : form.keyHash !== null
-          ? { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash }
-          : null;
+    const recorded = auditedKey(form);
     const params = [opts.key, opts.tenant ?? null, opts.tool ?? null];
     if (!opts.yes) {
       const rows = await db.query<InspectRow>(runsByKeySql(schema), params);

@@ -33,3 +33,9 @@ export function keyCell(form: KeyForm): string {
   if (form.key !== null) return form.key;
   return form.keyHash === null ? `(hidden: set ${KEY_HASH_SECRET_ENV})` : `hmac:${form.keyHash}`;
 }
+
+/** How an audit table records a key: the telemetry attribute it travels under and its value there; null when hidden. */
+export function auditedKey(form: KeyForm): { readonly attribute: string; readonly value: string } | null {
+  if (form.key !== null) return { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key };
+  return form.keyHash === null ? null : { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash };
+}

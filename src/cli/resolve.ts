@@ -1,9 +1,8 @@
-import { ATTR } from '../telemetry/vocabulary.js';
 import { type Io, print, withDb } from './commands.js';
 import { type Connection, requireLedgerTable } from './db.js';
 import { CliError, EXIT, usageError } from './errors.js';
 import { table } from './format.js';
-import { keyCell, keyForm } from './key-display.js';
+import { auditedKey, keyCell, keyForm } from './key-display.js';
 import { noSecretHelp, supportSecret } from './key-secret.js';
 import { resolvedTableExistsSql, resolveUnknownSql, unknownRunsByKeySql } from './sql.js';
 
@@ -114,13 +113,8 @@ export async function resolveCommand(
         `This key has ${candidates.length} unknown runs (${candidates.map((c) => `${c.tenant_id}/${c.tool_name}`).join(', ')}): name one with --tenant and --tool.`,
       );
     }
-    const recorded =
-      form.key !== null
-        ? { attribute: ATTR.IDEMPOTENCY_KEY, value: form.key }
-        : form.keyHash !== null
-          ? { attribute: ATTR.IDEMPOTENCY_KEY_HASH, value: form.keyHash }
-          : undefined;
-    if (recorded === undefined) {
+    const recorded = auditedKey(form);
+    if (recorded === null) {
       throw new CliError(
         `This key may hold personal data, so the audit records only its HMAC, and there is no secret to make it: ${noSecretHelp(schema)}, then resolve again.`,
       );
