@@ -51,8 +51,9 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 
 /** Runs one README line in `cwd`, `tool-ledger` being the packed tarball. */
 function installLine(line: string, cwd: string, env: NodeJS.ProcessEnv, tarball: string): void {
-  const [, , ...packages] = line.split(/\s+/);
-  run('npm', ['install', ...packages.map((p) => (p === 'tool-ledger' ? tarball : p))], cwd, env);
+  // Through a shell, as a user pastes it: the quotes around version ranges are the shell's to remove.
+  const words = line.split(/\s+/).map((word) => (word === 'tool-ledger' ? `'${tarball}'` : word));
+  run('sh', ['-c', words.join(' ')], cwd, env);
 }
 
 // Loads each given entry both ways and prints what it exports; run inside the consumer project.

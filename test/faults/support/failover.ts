@@ -64,6 +64,15 @@ export async function runFailover(mode: FailoverMode, pair?: ReplicatedPair): Pr
     const schema = `failover_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     const { poolSize: _p, ...options } = FAULT_OPTIONS;
     const ledger = await createLedger({ ...options, pool: pool as unknown as PgPoolLike as never, schema });
+    // The schema must have reached the standby before the fault: with a delayed asynchronous link the migration's
+    // commit can still be in flight, and a promotion then loses the table itself, which is not what is measured.
+    for (const until = Date.now() + 20_000; Date.now() < until; ) {
+      const [seen] = await standby
+        .sql<{ ok: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS ok`, [`"${schema}".tool_runs`])
+        .catch(() => [{ ok: false }]);
+      if (seen?.ok) break;
+      await sleep(50);
+    }
     const runs = new Map<string, number>();
     const notes: Record<string, number> = {};
     const note = (name: string) => {
