@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { createLedger, ToolLedgerError } from '../../../src/index.js';
+import { createLedger, migrationSql, ToolLedgerError } from '../../../src/index.js';
 import type { PgPoolLike } from '../../../src/ledger/drivers/pg.js';
 import { readWriteClient } from '../../../src/ledger/drivers/read-write.js';
 import { FAULT_OPTIONS } from './load.js';
@@ -63,7 +63,27 @@ export async function runFailover(mode: FailoverMode, pair?: ReplicatedPair): Pr
     const pool = newPool();
     const schema = `failover_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     const { poolSize: _p, ...options } = FAULT_OPTIONS;
-    const ledger = await createLedger({ ...options, pool: pool as unknown as PgPoolLike as never, schema });
+    // The schema is made first through a pool without the fault timeouts: over a slow synchronous link the
+    // migration's commits can outlast queryTimeoutSeconds, and setting up is not what is measured.
+    const setup = new pg.Pool({
+      Client: readWriteClient(pg.Client, hosts),
+      user: 'postgres',
+      database: 'postgres',
+      max: 1,
+    } as unknown as pg.PoolConfig);
+    setup.on('error', () => {});
+    try {
+      // The printed migration script, as a DBA applies it: a ledger started here would warn of the standby too.
+      await setup.query(migrationSql(schema));
+    } finally {
+      await setup.end();
+    }
+    const ledger = await createLedger({
+      ...options,
+      pool: pool as unknown as PgPoolLike as never,
+      schema,
+      migrate: false,
+    });
     // The schema must have reached the standby before the fault: with a delayed asynchronous link the migration's
     // commit can still be in flight, and a promotion then loses the table itself, which is not what is measured.
     for (const until = Date.now() + 20_000; Date.now() < until; ) {
