@@ -16,6 +16,7 @@ import { ENDING_RULES, type EndingKind } from './endings.js';
 import type { CallFacts } from './facts.js';
 import { toStoredError } from './failures.js';
 import { LostClaims } from './lost-claims.js';
+import { retryWrite } from './retry-write.js';
 import type { LedgerRuntime } from './runtime.js';
 import { DECIDED_UNKNOWN, StepRunner } from './steps.js';
 
@@ -77,10 +78,6 @@ class HandlerThrew {
   constructor(readonly error: unknown) {}
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * Runs the handler for a claim a call won, under a renewed lease, and ends it as `ENDING_RULES` says: the fenced
  * completion, a failure (final or retryable) or an unknown outcome. In transactional mode the handler's writes
@@ -94,16 +91,9 @@ export function createExecutor(settings: ExecutorSettings): Execute {
   /** Writes the completion, retrying briefly: the handler already ran, so losing its result is the costly path. */
   const complete = (completion: Completion, scope: CallScope): Promise<Date | undefined> =>
     // The first attempt without an async frame of its own: the retries are the rare path.
-    store.complete(completion, scope.recordLedgerOperation).catch(async () => {
-      for (let attempt = 2; ; attempt++) {
-        await sleep(100 * (attempt - 1));
-        try {
-          return await store.complete(completion, scope.recordLedgerOperation);
-        } catch (error) {
-          if (attempt >= 3) throw error;
-        }
-      }
-    });
+    store
+      .complete(completion, scope.recordLedgerOperation)
+      .catch(() => retryWrite(() => store.complete(completion, scope.recordLedgerOperation), 1));
 
   const notJson = (error: NotJsonError, alreadyRan: boolean) =>
     new ToolLedgerError(

@@ -7,6 +7,7 @@ import type { StepContext, StepOptions, UnknownOutcomeRule } from '../contract/t
 import type { StepRecord } from '../ledger/run-row.js';
 import type { LedgerStore, RunFence } from '../ledger/store.js';
 import { toStoredError } from './failures.js';
+import { retryWrite } from './retry-write.js';
 
 const MAX_STEP_NAME_LENGTH = 200;
 
@@ -77,22 +78,6 @@ export function providerKey(tenant: string, tool: string, key: string, name: str
     .update(`tool-ledger step\u0000${tenant}\u0000${tool}\u0000${key}\u0000${name}\u0000${token}`)
     .digest('base64url');
   return `tl_${digest}`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Retries a write that must land (a step already acted) twice, briefly, as the completion does. */
-async function retrying<T>(write: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await write();
-    } catch (error) {
-      if (attempt >= 3) throw error;
-      await sleep(100 * attempt);
-    }
-  }
 }
 
 /** How a step's lookup of an unknown outcome went: the result, or "it did not happen". */
@@ -261,7 +246,7 @@ export class StepRunner {
     const { store, fence } = this.#s;
     let saved: boolean;
     try {
-      saved = await retrying(() => store.finishStep(fence, name, 'succeeded', text, null));
+      saved = await retryWrite(() => store.finishStep(fence, name, 'succeeded', text, null));
     } catch (error) {
       throw new ToolLedgerError(
         'LEDGER_UNAVAILABLE',
