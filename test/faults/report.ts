@@ -94,7 +94,7 @@ if (!values.only || 'failover'.includes(values.only)) {
   for (let run = 1; run <= runs; run++) {
     process.stdout.write(`\nfailover, run ${run} of ${runs}\n`);
     process.stdout.write(
-      `${'failover'.padEnd(30)} ${['keys', 'acked', 'preCrash', 'duplicates', 'lost', 'windowMs', 'recoverySeconds', 'promotion'].map((c) => c.padStart(10)).join(' ')}\n`,
+      `${'failover'.padEnd(30)} ${['keys', 'acked', 'preCrash', 'duplicates', 'lost', 'windowMs', 'recoverySeconds', 'promotion', 'behindB'].map((c) => c.padStart(10)).join(' ')}\n`,
     );
     for (const mode of FAILOVERS) {
       const row = await runFailover(mode);
@@ -108,6 +108,7 @@ if (!values.only || 'failover'.includes(values.only)) {
         row.lostWindowMs,
         row.recoverySeconds.toFixed(2),
         row.promotionSeconds.toFixed(2),
+        row.standbyBehindBytes,
       ];
       process.stdout.write(`${mode.name.padEnd(30)} ${cells.map((c) => String(c).padStart(10)).join(' ')}\n`);
     }

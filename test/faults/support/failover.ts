@@ -44,6 +44,8 @@ export interface FailoverRow {
   readonly recoverySeconds: number;
   /** Of that, from the crash until the standby answered as promoted (the rest is the ledger reconnecting). */
   readonly promotionSeconds: number;
+  /** WAL the standby had not replayed when the primary crashed, bytes (read on the primary just before). */
+  readonly standbyBehindBytes: number;
   /** Errors the callers saw, by code (they retried the retryable ones). */
   readonly notes: Readonly<Record<string, number>>;
 }
@@ -151,6 +153,7 @@ export async function runFailover(mode: FailoverMode, pair?: ReplicatedPair): Pr
     const started = Date.now();
     let crashAt = 0;
     let promotedAt = 0;
+    let standbyBehindBytes = Number.NaN;
     let failover: Promise<void> | undefined;
     let recovery: Promise<number> | undefined;
     const probe = async () => {
@@ -167,8 +170,17 @@ export async function runFailover(mode: FailoverMode, pair?: ReplicatedPair): Pr
     for (let i = 0; Date.now() - started < 4000; i++) {
       if (!failover && Date.now() - started >= 1000) {
         crashAt = Date.now();
-        failover = cluster
-          .crashPrimary()
+        failover = primary
+          .sql<{ behind: string | null }>(
+            'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::text AS behind FROM pg_catalog.pg_stat_replication',
+          )
+          .then(
+            ([row]) => {
+              standbyBehindBytes = Number(row?.behind ?? Number.NaN);
+            },
+            () => {},
+          )
+          .then(() => cluster.crashPrimary())
           .then(() => cluster.promote())
           .then(() => {
             promotedAt = Date.now();
@@ -219,6 +231,7 @@ export async function runFailover(mode: FailoverMode, pair?: ReplicatedPair): Pr
       lostWindowMs: lost > 0 ? Math.max(0, crashAt - earliestLost) : 0,
       recoverySeconds,
       promotionSeconds: (promotedAt - crashAt) / 1000,
+      standbyBehindBytes,
       notes,
     };
   } finally {
