@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, isToolLedgerError } from '../../src/index.js';
+import { startProxy } from '../faults/support/proxy.js';
 import { CLI_BIN, ensureBuiltCli } from '../ops/support/cli-build.js';
 import { freePort } from '../ops/support/processes.js';
 import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
@@ -58,6 +59,35 @@ describe('createLedger with a multi-host URL', () => {
       }
     } finally {
       process.env.DATABASE_URL = saved;
+      await backend.sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    }
+  });
+
+  it('gives a host that black-holes packets its own turn, so the next host is still reached', async () => {
+    // A proxy that accepts the connection and never answers, as a lost machine behind a stale route does. With no
+    // bound on the whole connect (connectTimeoutSeconds 0), only the URL's connect_timeout, per host, ends the wait
+    // on the first host: without it the ledger would never start.
+    const hole = await startProxy(Number(new URL(databaseUrl()).port || 5432));
+    hole.mode = 'blackhole';
+    const schema = uniqueSchema('mh');
+    try {
+      const ledger = await createLedger({
+        connectionString: multiHost(
+          [`127.0.0.1:${hole.port}`],
+          'target_session_attrs=read-write&connect_timeout=1',
+        ),
+        connectTimeoutSeconds: 0,
+        schema,
+        telemetry: false,
+      });
+      try {
+        const tool = ledger.tool({ name: 'one', kind: 'mutation', handler: async () => 'ok' });
+        expect(await tool.call({}, { key: 'k' })).toBe('ok');
+      } finally {
+        await ledger.close();
+      }
+    } finally {
+      await hole.close();
       await backend.sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     }
   });
