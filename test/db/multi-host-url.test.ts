@@ -108,6 +108,20 @@ describe('createLedger with a multi-host URL', () => {
     expect(message).not.toContain('hunter2');
   });
 
+  it("keeps the server's own error when every host gives it, so a wrong database name reads as it does for one host", async () => {
+    const url = new URL(databaseUrl());
+    const userinfo = url.username ? `${url.username}${url.password ? `:${url.password}` : ''}@` : '';
+    const wrong = `${url.protocol}//${userinfo}${url.host},${url.host}/no_such_db_mh?target_session_attrs=read-write`;
+    const error = await createLedger({ connectionString: wrong, telemetry: false }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isToolLedgerError(error) && error.code).toBe('LEDGER_UNAVAILABLE');
+    // As for one host: the server's 3D000 with its message, not "no read-write Postgres among ...".
+    expect((error as Error).message).toMatch(/database "no_such_db_mh" does not exist/);
+    expect((error as Error).message).not.toMatch(/no read-write Postgres/);
+  });
+
   it('refuses a standby target before connecting, saying a ledger writes', async () => {
     await expect(
       createLedger({ connectionString: multiHost([refusing], 'target_session_attrs=standby') }),

@@ -60,8 +60,17 @@ const SESSION_CHECKS = {
   },
 } as const satisfies Record<TargetSessionAttrs, (client: ClientLike) => Promise<string | undefined>>;
 
-/** Why no host would do, as pg's connection errors are classified: transient, so the caller retries. */
-function noHost(target: TargetSessionAttrs, tried: readonly string[]): Error {
+/**
+ * Why no host would do. When every host answered with the same Postgres error (the password or the database
+ * refused everywhere), that error, so it is classified as it would be for one host and not retried in vain;
+ * otherwise a connection error naming each host and why, transient, so the caller retries (a standby among them
+ * may be promoted next).
+ */
+function noHost(target: TargetSessionAttrs, tried: readonly string[], errors: readonly unknown[]): unknown {
+  const codes = new Set(errors.map((e) => (e as { code?: unknown } | null)?.code));
+  const [code] = codes;
+  const sqlState = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+  if (errors.length === tried.length && codes.size === 1 && sqlState) return errors.at(-1);
   const wanted = target === 'any' ? 'reachable' : target;
   return Object.assign(new Error(`no ${wanted} Postgres among ${tried.join(', ')}`), {
     code: 'ECONNREFUSED',
@@ -135,6 +144,7 @@ export function readWriteClient<C extends AnyClientClass>(
 
     async #connect(): Promise<void> {
       const tried: string[] = [];
+      const errors: unknown[] = [];
       for (const [i, host] of hosts.entries()) {
         const name = `${host.host}:${host.port}`;
         // A pg Client connects once: every host but the last is probed by a client of its own, so the one handed
@@ -150,6 +160,7 @@ export function readWriteClient<C extends AnyClientClass>(
           why = await check(probe);
         } catch (error) {
           why = reason(error);
+          errors.push(error);
         }
         if (last) {
           if (why === undefined) return;
@@ -164,7 +175,7 @@ export function readWriteClient<C extends AnyClientClass>(
         }
         tried.push(`${name} (${why})`);
       }
-      throw noHost(target, tried);
+      throw noHost(target, tried, errors);
     }
   };
   return ReadWrite as unknown as C;
