@@ -7,6 +7,7 @@ import type {
   UnknownOutcomeRule,
   UnknownRunContext,
 } from './contract/types.js';
+import { isMultiHostUrl, maskUrlPassword, parseConnectionUrl } from './ledger/drivers/connection-url.js';
 import type { PgPoolLike } from './ledger/drivers/pg.js';
 import type { PGliteLike } from './ledger/drivers/pglite.js';
 import { isValidSchemaName } from './ledger/sql.js';
@@ -15,7 +16,12 @@ import { KEY_HASH_SECRET_ENV } from './telemetry/vocabulary.js';
 
 /** Options of `createLedger`. Pick at most one of `connectionString`, `pool` and `pglite`. */
 export interface LedgerOptions {
-  /** A Postgres connection string; tool-ledger opens (and closes) its own `pg.Pool`. */
+  /**
+   * A Postgres connection string; tool-ledger opens (and closes) its own `pg.Pool`. A libpq multi-host URL works
+   * too (`postgres://app@db-a:5432,db-b:5432/app?target_session_attrs=read-write`, or `?host=db-a,db-b`): each new
+   * connection goes to the first host that accepts it and, with `read-write` or `primary`, is not a standby, so
+   * after a failover the pool reaches the promoted one. `connect_timeout` in it counts per host, in seconds.
+   */
   readonly connectionString?: string;
   /** A `pg.Pool` you own; `close()` leaves it open. One client is held for LISTEN while calls wait. */
   readonly pool?: PgPoolLike;
@@ -60,6 +66,8 @@ export interface LedgerOptions {
   readonly poolSize?: number;
   /**
    * Connection timeout when tool-ledger opens its own `pg.Pool`; past it calls fail with `LEDGER_UNAVAILABLE`.
+   * With a multi-host URL it bounds each host's turn (unless the URL sets `connect_timeout`), and the whole
+   * connect gets one turn per host plus one.
    * @default 5
    */
   readonly connectTimeoutSeconds?: number;
@@ -243,7 +251,13 @@ function checkConnectionString(value: unknown, source: string): string {
       `${source} must be a Postgres connection string such as postgres://user@host:5432/db (or "host=... dbname=..."), got ${typeof value === 'string' ? 'a string that is neither' : typeof value}.`,
     );
   }
-  if (value.startsWith('postgres')) {
+  if (isMultiHostUrl(value)) {
+    try {
+      parseConnectionUrl(value);
+    } catch (error) {
+      throw error instanceof ToolLedgerError ? invalid(`${source}: ${error.message}`) : error;
+    }
+  } else if (value.startsWith('postgres')) {
     try {
       new URL(value);
     } catch {
@@ -323,18 +337,10 @@ export function publicConfig(config: ResolvedConfig): ResolvedConfig {
   });
 }
 
-/** A connection string without its password (URL form or libpq keywords). */
+/** A connection string without its password (URL form, with one host or several, or libpq keywords). */
 function maskPassword(connectionString: string): string {
-  if (connectionString.startsWith('postgres')) {
-    try {
-      const url = new URL(connectionString);
-      if (url.password) url.password = REDACTED;
-      if (url.searchParams.has('password')) url.searchParams.set('password', REDACTED);
-      return url.toString();
-    } catch {
-      // checkConnectionString has parsed it already; fall through to the keyword form to be safe.
-    }
-  }
+  const url = maskUrlPassword(connectionString, REDACTED);
+  if (url !== undefined) return url;
   return connectionString.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, `$1${REDACTED}`);
 }
 

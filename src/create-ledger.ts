@@ -18,7 +18,9 @@ import type {
   TransactionalHandlerContext,
 } from './contract/types.js';
 import type { Driver } from './ledger/driver.js';
+import { maskUrlPassword } from './ledger/drivers/connection-url.js';
 import { type PgPoolLike, pgDriver } from './ledger/drivers/pg.js';
+import { pgConnectOptions } from './ledger/drivers/pg-connect.js';
 import { openInMemoryLedgerDb, openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
 import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
@@ -115,10 +117,12 @@ async function openDriver(config: ResolvedConfig): Promise<OpenedDriver> {
       case 'connectionString': {
         const pg = await import('pg');
         const Pool = pg.default?.Pool ?? (pg as unknown as { Pool: typeof pg.default.Pool }).Pool;
+        const Client = pg.default?.Client ?? (pg as unknown as { Client: typeof pg.default.Client }).Client;
+        // One host: the string as it is. A host list: a client class that walks it, and a bound per host.
+        const connect = pgConnectOptions(Client, db.connectionString, config.connectTimeoutSeconds * 1000);
         const pool = new Pool({
-          connectionString: db.connectionString,
+          ...connect,
           max: config.poolSize,
-          connectionTimeoutMillis: config.connectTimeoutSeconds * 1000,
           // pg reads 0 as "no timeout" for all three.
           query_timeout: config.queryTimeoutSeconds * 1000,
           statement_timeout: config.statementTimeoutSeconds * 1000,
@@ -132,7 +136,7 @@ async function openDriver(config: ResolvedConfig): Promise<OpenedDriver> {
           driver: pgDriver(pool as unknown as PgPoolLike, {
             ownsPool: true,
             preparedStatements: config.preparedStatements,
-            answerTimeoutMs: (config.connectTimeoutSeconds + config.queryTimeoutSeconds) * 1000,
+            answerTimeoutMs: connect.connectionTimeoutMillis + config.queryTimeoutSeconds * 1000,
           }),
         };
       }
@@ -172,16 +176,12 @@ function startupFailure(error: unknown, config: ResolvedConfig): unknown {
   );
 }
 
-/** A connection string without its password, for messages. */
+/** A connection string without its password, for messages (a URL with one host or several, or keywords). */
 function maskedUrl(connectionString: string): string {
-  try {
-    const url = new URL(connectionString);
-    if (url.password) url.password = '***';
-    if (url.searchParams.has('password')) url.searchParams.set('password', '***');
-    return url.toString();
-  } catch {
-    return connectionString.replace(/password\s*=\s*\S+/gi, 'password=***');
-  }
+  return (
+    maskUrlPassword(connectionString, '***') ??
+    connectionString.replace(/password\s*=\s*\S+/gi, 'password=***')
+  );
 }
 
 /**

@@ -38,6 +38,12 @@ export type { CloseOptions, Ledger, PurgeOptions } from './create-ledger.js';
 export { createLedger } from './create-ledger.js';
 export type { PgClientLike, PgPoolLike } from './ledger/drivers/pg.js';
 export type { PGliteLike } from './ledger/drivers/pglite.js';
+export {
+  type HostPort,
+  type ReadWriteClientOptions,
+  readWriteClient,
+  type TargetSessionAttrs,
+} from './ledger/drivers/read-write.js';
 export { migrationScript as migrationSql } from './ledger/migrations.js';
 export type { LedgerTool } from './middleware/tool.js';
 export { hashKey } from './telemetry/key-hash.js';

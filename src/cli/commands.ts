@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { type DeriveKeyInput, deriveKey } from '../contract/derive-key.js';
 import { type PgPoolLike, pgDriver } from '../ledger/drivers/pg.js';
+import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
 import { applyMigrations } from '../ledger/migrate.js';
 import { LATEST_VERSION, migrationScript } from '../ledger/migrations.js';
 import { loadDeploymentSecret, rotateStoredSecret } from '../ledger/settings.js';
@@ -84,11 +85,7 @@ export async function migrateCommand(
     return EXIT.OK;
   }
   const connection = opts.connection();
-  const pool = new pg.Pool({
-    connectionString: connection.databaseUrl,
-    max: 1,
-    connectionTimeoutMillis: 10_000,
-  });
+  const pool = new pg.Pool({ ...pgConnectOptions(pg.Client, connection.databaseUrl, 10_000), max: 1 });
   pool.on('error', () => {});
   const driver = pgDriver(pool as unknown as PgPoolLike, {
     ownsPool: true,

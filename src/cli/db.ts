@@ -1,5 +1,8 @@
 import pg from 'pg';
+import { ToolLedgerError } from '../contract/errors.js';
 import type { Queryable } from '../contract/types.js';
+import { multiHostTarget, urlHasPassword } from '../ledger/drivers/connection-url.js';
+import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
 import { isValidSchemaName } from '../ledger/sql.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
 import { tableExistsSql } from './sql.js';
@@ -14,13 +17,13 @@ export interface Connection {
   readonly schema: string;
 }
 
-/** Whether a connection string holds a password (postgres://u:p@h or ?password=...). */
+/** Whether a connection string holds a password (postgres://u:p@h, a host list's u:p@h1,h2, or ?password=...). */
 export function hasPassword(connectionString: string): boolean {
   try {
     const url = new URL(connectionString);
     return url.password !== '' || url.searchParams.has('password');
   } catch {
-    return /(^|\s)password\s*=/i.test(connectionString);
+    return urlHasPassword(connectionString) ?? /(^|\s)password\s*=/i.test(connectionString);
   }
 }
 
@@ -40,6 +43,13 @@ export function resolveConnection(
       'No database given: set DATABASE_URL or pass --database-url postgres://user@host:5432/db.',
     );
   }
+  try {
+    // A host list or target_session_attrs the ledger cannot use is a mistake on the command line, said now.
+    multiHostTarget(databaseUrl, env);
+  } catch (error) {
+    if (!(error instanceof ToolLedgerError)) throw error;
+    throw usageError(`${fromArgv === undefined ? 'DATABASE_URL' : '--database-url'}: ${error.message}`);
+  }
   const schema = values.schema ?? 'tool_ledger';
   if (!isValidSchemaName(schema)) {
     throw usageError(
@@ -51,7 +61,9 @@ export function resolveConnection(
 
 export async function connect(connection: Connection): Promise<Db> {
   // One client, not a pool: every command is a short sequence of statements.
-  const client = new pg.Client({ connectionString: connection.databaseUrl, connectionTimeoutMillis: 10_000 });
+  // A host list gets a client class that walks it (target_session_attrs, connect_timeout per host).
+  const { Client = pg.Client, ...options } = pgConnectOptions(pg.Client, connection.databaseUrl, 10_000);
+  const client = new Client(options);
   // Without a listener, a server-side disconnect between statements would crash the process.
   client.on('error', () => {});
   try {

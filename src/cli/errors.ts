@@ -1,3 +1,5 @@
+import { maskUrlPassword } from '../ledger/drivers/connection-url.js';
+
 /** Exit codes are part of the CLI contract: scripts branch on them. */
 export const EXIT = {
   OK: 0,
@@ -23,15 +25,10 @@ export function usageError(message: string): CliError {
   return new CliError(`${message}\nRun \`tool-ledger help\` for usage.`, EXIT.USAGE);
 }
 
-/** Connection strings travel in errors and logs; the password never should. */
+/** Connection strings travel in errors and logs; the password never should (nor a ?password= parameter). */
 export function maskDatabaseUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    // libpq also takes the password as a query parameter.
-    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
-    return parsed.toString().replace('password=%2A%2A%2A', 'password=***');
-  } catch {
-    return '(unparseable connection string)';
-  }
+  const masked = maskUrlPassword(url, '***');
+  return masked === undefined
+    ? '(unparseable connection string)'
+    : masked.replace('password=%2A%2A%2A', 'password=***');
 }

@@ -46,6 +46,10 @@ describe('tool-ledger gateway command line', () => {
     const password = await cli(['--database-url', 'postgres://u:secret@h/db', '--', 'node', 's.js']);
     expect(password.code).toBe(2);
     expect(password.stderr).toMatch(/carries a password/);
+    // A multi-host URL, which WHATWG URL cannot read, is checked the same way.
+    const hostList = await cli(['--database-url', 'postgres://u:secret@a:1,b:2/db', '--', 'node', 's.js']);
+    expect(hostList.code).toBe(2);
+    expect(hostList.stderr).toMatch(/carries a password/);
     const header = await cli([
       '--database-url',
       'postgres://u@h/db',

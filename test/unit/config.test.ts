@@ -30,6 +30,46 @@ describe('resolveConfig', () => {
     );
   });
 
+  it('takes a multi-host URL, from the option or DATABASE_URL, as it was given', () => {
+    const url = 'postgres://app@db-a:5432,db-b:5433/app?target_session_attrs=read-write&connect_timeout=2';
+    expect(resolveConfig({ connectionString: url }, {}).database).toEqual({
+      kind: 'connectionString',
+      connectionString: url,
+    });
+    expect(resolveConfig({}, { DATABASE_URL: url }).database).toEqual({
+      kind: 'connectionString',
+      connectionString: url,
+    });
+  });
+
+  it.each([
+    [
+      'connectionString',
+      { connectionString: 'postgres://u:pw1234@a,b/app?target_session_attrs=standby' },
+      {},
+    ],
+    [
+      'DATABASE_URL',
+      {},
+      { DATABASE_URL: 'postgres://u:pw1234@a:1,b:2/app?target_session_attrs=prefer-standby' },
+    ],
+  ])(
+    'refuses a standby target in %s with CONFIG_INVALID, naming the source and why',
+    (source, options, env) => {
+      const error = (() => {
+        try {
+          resolveConfig(options, env);
+        } catch (caught) {
+          return caught as Error & { code?: string };
+        }
+        throw new Error('expected a throw');
+      })();
+      expect(error.code).toBe('CONFIG_INVALID');
+      expect(error.message).toMatch(new RegExp(`^${source}: target_session_attrs=.*a ledger writes`));
+      expect(error.message).not.toContain('pw1234');
+    },
+  );
+
   it.each([
     [{ schema: 'bad-name' }, /schema/],
     [{ schema: 'a"; DROP' }, /schema/],
@@ -43,6 +83,8 @@ describe('resolveConfig', () => {
     [{ connectTimeoutSeconds: 3e6 }, /connectTimeoutSeconds/],
     [{ ttlSeconds: 1e12 }, /ttlSeconds/],
     [{ connectionString: 'definitely not a url' }, /connection string/],
+    [{ connectionString: 'postgres://a:1,b:2,c:3/db?port=1,2' }, /3 hosts and 2 ports/],
+    [{ connectionString: 'postgres://a:1,b:x/db' }, /port "x"/],
   ])('refuses %o with CONFIG_INVALID', (options, message) => {
     expect(() => resolveConfig(options as never, {})).toThrow(message);
     try {

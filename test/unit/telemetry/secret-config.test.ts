@@ -80,6 +80,10 @@ describe('the key-hash secret in the config', () => {
       'postgres://app@db.example/app?password=hunter2-password',
       "host=db.example user=app password='hunter2-password' dbname=app",
       'host=db.example password=hunter2-password dbname=app',
+      // Multi-host URLs, which WHATWG URL refuses (a port list) or reads as one host named "a,b".
+      'postgres://app:hunter2-password@db-a:5432,db-b:5433/app?target_session_attrs=read-write',
+      'postgres://app:hunter2-password@db-a,db-b/app?target_session_attrs=read-write',
+      'postgres://app@[::1]:5432,db-b:5433/app?password=hunter2-password',
     ]) {
       const shown = publicConfig(resolveConfig({ connectionString: url, telemetry: false }, {}));
       expect(JSON.stringify(shown)).not.toContain('hunter2');
