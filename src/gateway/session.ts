@@ -11,12 +11,14 @@ const MAX_LIST_PAGES = 50;
 const LIST_TIMEOUT_MS = 10_000;
 // How long a closing session waits for calls in flight to be answered before it closes the client side.
 const DRAIN_TIMEOUT_MS = 15_000;
-// Liveness of the upstream while calls wait for it: an HTTP upstream that dies leaves no closed pipe behind, only
-// a broken response stream (checked at once) or silence (checked every interval). A ping that cannot be sent,
-// or gets no answer in time, means the upstream is gone: the calls in flight end as OUTCOME_UNKNOWN instead of
+// Liveness of an HTTP upstream while calls wait for it: one that dies leaves no closed pipe behind (a stdio
+// upstream does, so it is not pinged), only a broken response stream (checked at once) or silence (checked every
+// interval). A ping that cannot be sent means the upstream is gone; so do MAX_PING_MISSES unanswered pings in a
+// row (one miss may be a server busy for a moment). The calls in flight then end as OUTCOME_UNKNOWN instead of
 // waiting for their tool timeout.
 const PING_TIMEOUT_MS = 5_000;
 const PING_INTERVAL_MS = 15_000;
+const MAX_PING_MISSES = 3;
 
 /** What every session of one gateway shares: the ledger and its tools, the catalog and the settings. */
 export interface SessionShared {
@@ -24,6 +26,8 @@ export interface SessionShared {
   readonly catalog: ToolCatalog;
   readonly keyField: string;
   readonly network: 'pipe' | 'tcp';
+  /** Whether the upstream is reached over HTTP, whose death only pings reveal. */
+  readonly pingUpstream: boolean;
   readonly log: (line: string) => void;
   /** The identity of a call from what its transport says. */
   readonly identity: (extra: TransportExtra | undefined) => GatewayIdentity;
@@ -66,6 +70,7 @@ export class GatewaySession {
   readonly #relayed = new Set<string | number>();
   #checking: Promise<void> | undefined;
   #pinger: NodeJS.Timeout | undefined;
+  #pingMisses = 0;
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
@@ -86,17 +91,19 @@ export class GatewaySession {
     this.upstream.onerror = (error) => {
       this.shared.log(`tool-ledger gateway: upstream: ${error.message}`);
       // A broken stream may be the upstream's death; a ping tells.
-      if (!this.#closing) void this.#checkUpstream();
+      if (this.shared.pingUpstream && !this.#closing) void this.#checkUpstream();
     };
     this.downstream.onmessage = (message, extra) => this.#fromClient(message, extra);
     this.downstream.onclose = () => void this.close();
     this.downstream.onerror = (error) => this.shared.log(`tool-ledger gateway: client: ${error.message}`);
     await this.upstream.start();
     await this.downstream.start();
-    this.#pinger = setInterval(() => {
-      if (this.requests.pending > 0 || this.#relayed.size > 0) void this.#checkUpstream();
-    }, PING_INTERVAL_MS);
-    this.#pinger.unref?.();
+    if (this.shared.pingUpstream) {
+      this.#pinger = setInterval(() => {
+        if (this.requests.pending > 0 || this.#relayed.size > 0) void this.#checkUpstream();
+      }, PING_INTERVAL_MS);
+      this.#pinger.unref?.();
+    }
   }
 
   /** Pings the upstream (one check at a time); if nobody answers, the upstream is treated as gone. */
@@ -104,9 +111,12 @@ export class GatewaySession {
     this.#checking ??= (async () => {
       try {
         await this.requests.request('ping', {}, { timeoutMs: PING_TIMEOUT_MS });
+        this.#pingMisses = 0;
       } catch (error) {
         // Any JSON-RPC answer, even an error, shows the upstream is there.
+        if (error instanceof UpstreamRpcError) this.#pingMisses = 0;
         if (error instanceof UpstreamRpcError || this.#closing) return;
+        if (!(error instanceof NotSentError) && ++this.#pingMisses < MAX_PING_MISSES) return;
         const why = error instanceof NotSentError ? 'cannot be reached' : 'does not answer a ping';
         this.shared.log(
           `tool-ledger gateway: the upstream MCP server ${why} (${(error as Error).message}); the calls in flight end with an unknown outcome.`,
@@ -180,7 +190,7 @@ export class GatewaySession {
     this.upstream.send(message).catch((error: unknown) => {
       if (!this.#relayed.has(id)) return;
       fail(`could not be sent to the upstream MCP server (${(error as Error).message}).`);
-      if (!this.#closing) void this.#checkUpstream();
+      if (this.shared.pingUpstream && !this.#closing) void this.#checkUpstream();
     });
   }
 

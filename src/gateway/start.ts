@@ -4,7 +4,7 @@ import { createLedger, type Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
 import { ToolCatalog } from './catalog.js';
 import { type HttpIdentityOptions, IDENTITY_KEY, listenHttp } from './http.js';
-import { stdioServerTransport, upstreamTransport } from './sdk.js';
+import { isCommand, stdioServerTransport, upstreamTransport } from './sdk.js';
 import { GatewaySession, type SessionShared } from './session.js';
 import type { GatewayIdentity, GatewayOptions, GatewayTransport, TransportExtra } from './types.js';
 
@@ -100,6 +100,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     }),
     keyField,
     network: options.listen ? 'tcp' : 'pipe',
+    pingUpstream: !isCommand(options.upstream),
     log,
     identity: (extra: TransportExtra | undefined) => {
       const carried = extra?.authInfo?.extra?.[IDENTITY_KEY];
