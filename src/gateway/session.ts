@@ -85,6 +85,11 @@ export class GatewaySession {
     });
   }
 
+  /** Whether a call or a relayed request waits for the upstream: such a session is not idle. */
+  get busy(): boolean {
+    return this.#inFlight.size > 0 || this.#relayed.size > 0;
+  }
+
   async start(): Promise<void> {
     this.upstream.onmessage = (message) => this.#fromUpstream(message);
     this.upstream.onclose = () => void this.#upstreamClosed();
