@@ -545,3 +545,19 @@ export function resolvePurgeRate(maxRowsPerSecond: number | undefined): number {
 export function resolveCloseTimeoutMs(timeoutSeconds: number | undefined): number {
   return checkSeconds('timeoutSeconds', timeoutSeconds, CLOSE_DEFAULTS.timeoutSeconds, 0) * 1000;
 }
+
+export const GATEWAY_DEFAULTS = Object.freeze({ sessionIdleTimeoutMs: 30 * 60 * 1000 });
+
+/**
+ * The gateway's HTTP session idle timeout in milliseconds, defaults resolved: 0 keeps idle sessions open; otherwise
+ * at most the longest timer Node can set.
+ */
+export function resolveSessionIdleTimeoutMs(value: number | undefined): number {
+  const ms = value ?? GATEWAY_DEFAULTS.sessionIdleTimeoutMs;
+  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_TIMER_SECONDS * 1000) {
+    throw invalid(
+      `sessionIdleTimeoutMs must be a whole number of milliseconds from 0 (never) to ${MAX_TIMER_SECONDS * 1000}, got ${String(value)}.`,
+    );
+  }
+  return ms;
+}

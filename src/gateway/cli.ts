@@ -44,6 +44,10 @@ Upstream and clients
   --upstream URL         The MCP server's Streamable HTTP endpoint (instead of a command after --)
   --upstream-header H    "Name: value" sent to the upstream (repeatable), e.g. its own Authorization
   --listen HOST:PORT     Serve Streamable HTTP at http://HOST:PORT/mcp (default: stdio)
+  --session-idle-timeout MS
+                         HTTP: close a client session (and its upstream connection or spawned
+                         server) after MS milliseconds without a request or a call in flight;
+                         0 never (default: 1800000, 30 minutes)
   --key-field NAME       Name of the key argument (default: idempotency_key)
   -h, --help             Show this text
 
@@ -104,6 +108,7 @@ export async function gatewayCommand(argv: readonly string[], io: Io): Promise<n
         upstream: { type: 'string' },
         'upstream-header': { type: 'string', multiple: true },
         listen: { type: 'string' },
+        'session-idle-timeout': { type: 'string' },
         'key-field': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -136,6 +141,7 @@ export async function gatewayCommand(argv: readonly string[], io: Io): Promise<n
     'token-public-key',
     'tenant-claim',
     'user-claim',
+    'session-idle-timeout',
   ];
   if (listen === undefined) {
     const given = httpOnly.filter((name) => str(name) !== undefined);
@@ -187,6 +193,13 @@ export async function gatewayCommand(argv: readonly string[], io: Io): Promise<n
     );
   }
 
+  const idle = str('session-idle-timeout');
+  if (idle !== undefined && !/^\d{1,10}$/.test(idle)) {
+    throw usageError(
+      `--session-idle-timeout takes milliseconds (0 for never), for example 600000 for 10 minutes; got ${JSON.stringify(idle)}.`,
+    );
+  }
+
   const file = str('config') === undefined ? {} : readGatewayConfig(str('config') as string);
   const [program, ...args] = command;
   const options: StartGatewayOptions = {
@@ -203,6 +216,7 @@ export async function gatewayCommand(argv: readonly string[], io: Io): Promise<n
       ? {}
       : { keyField: str('key-field') ?? file.keyField }),
     ...(listen === undefined ? {} : { listen }),
+    ...(idle === undefined ? {} : { sessionIdleTimeoutMs: Number(idle) }),
     identity: {
       ...(str('tenant-header') === undefined ? {} : { tenantHeader: str('tenant-header') }),
       ...(str('user-header') === undefined ? {} : { userHeader: str('user-header') }),

@@ -88,6 +88,7 @@ interface HttpSession {
   readonly transport: HttpServerTransport;
   readonly session: GatewaySession;
   readonly identity: GatewayIdentity;
+  idle?: NodeJS.Timeout;
 }
 
 /** A listening Streamable HTTP gateway. */
@@ -106,10 +107,29 @@ export async function listenHttp(options: {
   readonly port: number;
   readonly identity: HttpIdentityOptions;
   readonly fallback: GatewayIdentity;
+  /** Close a session after this long without a request and without a call in flight; 0 never. */
+  readonly idleTimeoutMs: number;
   readonly openSession: (transport: HttpServerTransport) => Promise<GatewaySession>;
   readonly log: (line: string) => void;
 }): Promise<HttpListener> {
   const sessions = new Map<string, HttpSession>();
+
+  // A client that went away without DELETE would hold its upstream connection (or spawned server) forever.
+  const touch = (id: string, known: HttpSession) => {
+    if (options.idleTimeoutMs === 0) return;
+    clearTimeout(known.idle);
+    known.idle = setTimeout(() => {
+      if (sessions.get(id) !== known) return;
+      // A call still waiting for the upstream keeps its session: it is quiet, not idle.
+      if (known.session.busy) return touch(id, known);
+      options.log(
+        `tool-ledger gateway: closing session ${id}, idle for ${Math.round(options.idleTimeoutMs / 1000)} s.`,
+      );
+      sessions.delete(id);
+      void known.session.close();
+    }, options.idleTimeoutMs);
+    known.idle.unref?.();
+  };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const who = identify(req, options.identity, options.fallback);
@@ -128,21 +148,28 @@ export async function listenHttp(options: {
       if (known.identity.tenant !== who.tenant || known.identity.user !== who.user) {
         return refuse(res, 403, 'This session belongs to another tenant or user.');
       }
+      touch(sessionId, known);
       return known.transport.handleRequest(req, res, body);
     }
     if (req.method !== 'POST') return refuse(res, 400, 'Initialize a session with a POST first.');
     let session: GatewaySession | undefined;
     const transport = await httpServerTransport({
       onSession: (id) => {
-        if (session) sessions.set(id, { transport, session, identity: who });
+        if (session === undefined) return;
+        const known: HttpSession = { transport, session, identity: who };
+        sessions.set(id, known);
+        touch(id, known);
       },
       onClosed: (id) => {
+        clearTimeout(sessions.get(id)?.idle);
         sessions.delete(id);
       },
     });
     session = await options.openSession(transport);
     void session.closed.then(() => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
+      if (transport.sessionId === undefined) return;
+      clearTimeout(sessions.get(transport.sessionId)?.idle);
+      sessions.delete(transport.sessionId);
     });
     await transport.handleRequest(req, res, body);
     // A POST that did not initialize a session leaves nothing behind.
@@ -174,6 +201,7 @@ export async function listenHttp(options: {
   return {
     url: new URL(`http://${host}:${address.port}/mcp`),
     async close() {
+      for (const known of sessions.values()) clearTimeout(known.idle);
       await Promise.allSettled([...sessions.values()].map((s) => s.session.close()));
       server.closeAllConnections?.();
       await new Promise<void>((resolve) => server.close(() => resolve()));

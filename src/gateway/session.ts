@@ -4,13 +4,21 @@ import type { LedgerTool } from '../middleware/tool.js';
 import { type CallTransport, gatewayLedgerTool, handleToolCall } from './call.js';
 import type { ToolCatalog, ToolFacts } from './catalog.js';
 import type { GatewayIdentity, GatewayTransport, JsonRpcMessage, TransportExtra } from './types.js';
-import { UpstreamRequests } from './upstream.js';
+import { NotSentError, UpstreamRequests, UpstreamRpcError } from './upstream.js';
 
 // Bounds the gateway's own listing when a call names a tool it has not seen: pages and time.
 const MAX_LIST_PAGES = 50;
 const LIST_TIMEOUT_MS = 10_000;
 // How long a closing session waits for calls in flight to be answered before it closes the client side.
 const DRAIN_TIMEOUT_MS = 15_000;
+// Liveness of an HTTP upstream while calls wait for it: one that dies leaves no closed pipe behind (a stdio
+// upstream does, so it is not pinged), only a broken response stream (checked at once) or silence (checked every
+// interval). A ping that cannot be sent means the upstream is gone; so do MAX_PING_MISSES unanswered pings in a
+// row (one miss may be a server busy for a moment). The calls in flight then end as OUTCOME_UNKNOWN instead of
+// waiting for their tool timeout.
+const PING_TIMEOUT_MS = 5_000;
+const PING_INTERVAL_MS = 15_000;
+const MAX_PING_MISSES = 3;
 
 /** What every session of one gateway shares: the ledger and its tools, the catalog and the settings. */
 export interface SessionShared {
@@ -18,6 +26,8 @@ export interface SessionShared {
   readonly catalog: ToolCatalog;
   readonly keyField: string;
   readonly network: 'pipe' | 'tcp';
+  /** Whether the upstream is reached over HTTP, whose death only pings reveal. */
+  readonly pingUpstream: boolean;
   readonly log: (line: string) => void;
   /** The identity of a call from what its transport says. */
   readonly identity: (extra: TransportExtra | undefined) => GatewayIdentity;
@@ -56,6 +66,11 @@ export class GatewaySession {
   #initializeId: string | number | undefined;
   #closing = false;
   #listing: Promise<void> | undefined;
+  /** Client requests relayed upstream as they are, still unanswered: answered with an error if the upstream goes. */
+  readonly #relayed = new Set<string | number>();
+  #checking: Promise<void> | undefined;
+  #pinger: NodeJS.Timeout | undefined;
+  #pingMisses = 0;
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
@@ -64,21 +79,59 @@ export class GatewaySession {
     private readonly downstream: GatewayTransport,
     private readonly upstream: GatewayTransport,
   ) {
-    this.requests = new UpstreamRequests(upstream);
+    this.requests = new UpstreamRequests(upstream, shared.log);
     this.closed = new Promise((resolve) => {
       this.#resolveClosed = resolve;
     });
   }
 
+  /** Whether a call or a relayed request waits for the upstream: such a session is not idle. */
+  get busy(): boolean {
+    return this.#inFlight.size > 0 || this.#relayed.size > 0;
+  }
+
   async start(): Promise<void> {
     this.upstream.onmessage = (message) => this.#fromUpstream(message);
     this.upstream.onclose = () => void this.#upstreamClosed();
-    this.upstream.onerror = (error) => this.shared.log(`tool-ledger gateway: upstream: ${error.message}`);
+    this.upstream.onerror = (error) => {
+      this.shared.log(`tool-ledger gateway: upstream: ${error.message}`);
+      // A broken stream may be the upstream's death; a ping tells.
+      if (this.shared.pingUpstream && !this.#closing) void this.#checkUpstream();
+    };
     this.downstream.onmessage = (message, extra) => this.#fromClient(message, extra);
     this.downstream.onclose = () => void this.close();
     this.downstream.onerror = (error) => this.shared.log(`tool-ledger gateway: client: ${error.message}`);
     await this.upstream.start();
     await this.downstream.start();
+    if (this.shared.pingUpstream) {
+      this.#pinger = setInterval(() => {
+        if (this.requests.pending > 0 || this.#relayed.size > 0) void this.#checkUpstream();
+      }, PING_INTERVAL_MS);
+      this.#pinger.unref?.();
+    }
+  }
+
+  /** Pings the upstream (one check at a time); if nobody answers, the upstream is treated as gone. */
+  #checkUpstream(): Promise<void> {
+    this.#checking ??= (async () => {
+      try {
+        await this.requests.request('ping', {}, { timeoutMs: PING_TIMEOUT_MS });
+        this.#pingMisses = 0;
+      } catch (error) {
+        // Any JSON-RPC answer, even an error, shows the upstream is there.
+        if (error instanceof UpstreamRpcError) this.#pingMisses = 0;
+        if (error instanceof UpstreamRpcError || this.#closing) return;
+        if (!(error instanceof NotSentError) && ++this.#pingMisses < MAX_PING_MISSES) return;
+        const why = error instanceof NotSentError ? 'cannot be reached' : 'does not answer a ping';
+        this.shared.log(
+          `tool-ledger gateway: the upstream MCP server ${why} (${(error as Error).message}); the calls in flight end with an unknown outcome.`,
+        );
+        await this.#upstreamClosed();
+      }
+    })().finally(() => {
+      this.#checking = undefined;
+    });
+    return this.#checking;
   }
 
   #send(target: GatewayTransport, message: JsonRpcMessage, relatedRequestId?: string | number): void {
@@ -104,6 +157,8 @@ export class GatewaySession {
       if (message.method === 'tools/list') this.#listRequests.set(message.id, this.shared.catalog.generation);
       if (message.method === 'initialize') this.#initializeId = message.id;
       this.#rememberProgress(message);
+      this.#relay(message);
+      return;
     } else if (message.method === 'notifications/cancelled') {
       const requestId = message.params?.requestId;
       const call =
@@ -117,6 +172,31 @@ export class GatewaySession {
       }
     }
     this.#send(this.upstream, message);
+  }
+
+  /** Relays a client request as it is; one that cannot reach the upstream is answered with an error at once. */
+  #relay(message: JsonRpcMessage): void {
+    const id = message.id as string | number;
+    const fail = (why: string) => {
+      this.#relayed.delete(id);
+      this.#listRequests.delete(id);
+      this.#forgetProgress(id);
+      this.#send(this.downstream, {
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32603, message: `tool-ledger gateway: ${message.method} ${why}` },
+      });
+    };
+    if (this.requests.closed || this.#closing) {
+      fail('could not be sent: the upstream MCP server is not connected.');
+      return;
+    }
+    this.#relayed.add(id);
+    this.upstream.send(message).catch((error: unknown) => {
+      if (!this.#relayed.has(id)) return;
+      fail(`could not be sent to the upstream MCP server (${(error as Error).message}).`);
+      if (this.shared.pingUpstream && !this.#closing) void this.#checkUpstream();
+    });
   }
 
   /** Progress notifications name the client's token: they go back on the stream of the request that set it. */
@@ -144,6 +224,7 @@ export class GatewaySession {
         if (typeof version === 'string') this.#protocolVersion = version;
       }
       this.#forgetProgress(id);
+      this.#relayed.delete(id);
       this.#send(this.downstream, message);
       return;
     }
@@ -248,6 +329,17 @@ export class GatewaySession {
     if (!this.#closing)
       this.shared.log('tool-ledger gateway: the upstream MCP server closed the connection.');
     this.requests.closeAll();
+    for (const id of [...this.#relayed]) {
+      this.#relayed.delete(id);
+      this.#send(this.downstream, {
+        jsonrpc: '2.0',
+        id,
+        error: {
+          code: -32603,
+          message: 'tool-ledger gateway: the upstream MCP server went away before it answered.',
+        },
+      });
+    }
     await this.close();
   }
 
@@ -255,6 +347,7 @@ export class GatewaySession {
   async close(): Promise<void> {
     if (this.#closing) return this.closed;
     this.#closing = true;
+    clearInterval(this.#pinger);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.#inFlight]),

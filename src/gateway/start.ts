@@ -1,10 +1,10 @@
-import type { LedgerOptions } from '../config.js';
+import { type LedgerOptions, resolveSessionIdleTimeoutMs } from '../config.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { createLedger, type Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
 import { ToolCatalog } from './catalog.js';
 import { type HttpIdentityOptions, IDENTITY_KEY, listenHttp } from './http.js';
-import { stdioServerTransport, upstreamTransport } from './sdk.js';
+import { isCommand, stdioServerTransport, upstreamTransport } from './sdk.js';
 import { GatewaySession, type SessionShared } from './session.js';
 import type { GatewayIdentity, GatewayOptions, GatewayTransport, TransportExtra } from './types.js';
 
@@ -18,6 +18,13 @@ export interface StartGatewayOptions extends GatewayOptions {
    * @default undefined (stdio)
    */
   readonly listen?: { readonly host: string; readonly port: number };
+  /**
+   * For HTTP: a client session with no request for this long, and no call in flight, is closed with its upstream
+   * connection (or its spawned server); the client's next request gets 404 and opens a new session. 0 keeps idle
+   * sessions until the client ends them.
+   * @default 1800000 (30 minutes)
+   */
+  readonly sessionIdleTimeoutMs?: number;
   /** For HTTP: where each call's tenant and user come from. @default {} (the fixed `tenant` and `user`) */
   readonly identity?: HttpIdentityOptions;
   /**
@@ -86,6 +93,7 @@ function checkTools(options: GatewayOptions): void {
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
   checkTools(options);
   const keyField = checkKeyField(options.keyField ?? DEFAULT_KEY_FIELD);
+  const idleTimeoutMs = resolveSessionIdleTimeoutMs(options.sessionIdleTimeoutMs);
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const ownsLedger = !isLedger(options.ledger);
   const ledger = isLedger(options.ledger) ? options.ledger : await createLedger(options.ledger ?? {});
@@ -100,6 +108,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     }),
     keyField,
     network: options.listen ? 'tcp' : 'pipe',
+    pingUpstream: !isCommand(options.upstream),
     log,
     identity: (extra: TransportExtra | undefined) => {
       const carried = extra?.authInfo?.extra?.[IDENTITY_KEY];
@@ -123,6 +132,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         port: options.listen.port,
         identity: options.identity ?? {},
         fallback,
+        idleTimeoutMs,
         openSession: async (transport) => (await openSession(transport)).session,
         log,
       });

@@ -36,6 +36,8 @@ interface Pending {
   readonly reject: (error: Error) => void;
 }
 
+const ID_PREFIX = 'tool-ledger-gateway-';
+
 /**
  * The gateway's own requests to the upstream: ids of their own (`tool-ledger-gateway-N`, a string prefix no SDK
  * client uses; SDK clients number their requests), a
@@ -47,17 +49,35 @@ export class UpstreamRequests {
   #next = 0;
   #closed = false;
 
-  constructor(private readonly transport: GatewayTransport) {}
+  constructor(
+    private readonly transport: GatewayTransport,
+    private readonly log: (line: string) => void = () => {},
+  ) {}
 
   get closed(): boolean {
     return this.#closed;
   }
 
-  /** Takes a response addressed to one of the gateway's requests; false for anything else. */
+  /** How many of the gateway's requests wait for an answer. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * Takes a response addressed to one of the gateway's requests; false for anything else. A late answer to a
+   * request that already ended (timed out, cancelled, the connection was given up) is dropped: its call was
+   * reported as OUTCOME_UNKNOWN, and a second answer would contradict the first.
+   */
   take(message: JsonRpcMessage): boolean {
     if (typeof message.id !== 'string' || message.method !== undefined) return false;
     const pending = this.#pending.get(message.id);
-    if (pending === undefined) return false;
+    if (pending === undefined) {
+      if (!message.id.startsWith(ID_PREFIX)) return false;
+      this.log(
+        `tool-ledger gateway: dropped a late answer to ${message.id}: that call already ended with an unknown outcome.`,
+      );
+      return true;
+    }
     this.#pending.delete(message.id);
     if (message.error) pending.reject(new UpstreamRpcError(message.error));
     else pending.resolve(message.result ?? {});
@@ -89,7 +109,7 @@ export class UpstreamRequests {
     options: { readonly timeoutMs: number; readonly signal?: AbortSignal | undefined },
   ): Promise<Record<string, unknown>> {
     if (this.#closed) throw new NotSentError('The upstream MCP server is not connected.');
-    const id = `tool-ledger-gateway-${++this.#next}`;
+    const id = `${ID_PREFIX}${++this.#next}`;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const answer = new Promise<Record<string, unknown>>((resolve, reject) => {

@@ -14,6 +14,8 @@ import {
   errorCode,
   eventually,
   gatewayCommand,
+  LINES,
+  type Line,
   stdioClient,
   type ToolResult,
   tempDir,
@@ -55,17 +57,33 @@ afterAll(async () => {
   await db.end();
 });
 
-describe('an upstream crash mid-call', () => {
-  const args = { duration: 30, steps: 30, idempotency_key: 'long-1' };
+/** callTool with progress: 1.x takes (params, resultSchema, options), 2.x takes (params, options). */
+function callWithProgress(
+  line: Line,
+  client: AnyClient,
+  params: { name: string; arguments: Record<string, unknown> },
+  onprogress: () => void,
+): Promise<ToolResult> {
+  const options = { onprogress, timeout: 120_000 };
+  return (
+    line === '1.x'
+      ? client.callTool(params, undefined, options)
+      : (client.callTool as unknown as (p: unknown, o: unknown) => Promise<unknown>)(params, options)
+  ) as Promise<ToolResult>;
+}
+
+describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio', (line) => {
+  const key = `long-${line}`;
+  const params = {
+    name: 'trigger-long-running-operation',
+    arguments: { duration: 30, steps: 30, idempotency_key: key },
+  };
 
   it('ends as OUTCOME_UNKNOWN, leaves the row unknown and never re-sends on retry', async () => {
-    const client = await stdioClient('1.x', gateway());
+    const client = await stdioClient(line, gateway());
     clients.push(client);
     let progressed = 0;
-    const pending = client.callTool({ name: 'trigger-long-running-operation', arguments: args }, undefined, {
-      onprogress: () => void progressed++,
-      timeout: 120_000,
-    }) as Promise<ToolResult>;
+    const pending = callWithProgress(line, client, params, () => void progressed++);
     // A progress notification proves the request reached the server and is running.
     await eventually(() => progressed > 0);
     process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
@@ -74,27 +92,27 @@ describe('an upstream crash mid-call', () => {
     expect(errorCode(result)).toBe('OUTCOME_UNKNOWN');
     expect(texts(result)).toMatch(/^OUTCOME_UNKNOWN: .*not known whether it took effect/);
     const rows = await db.sql<{ status: string; attempt: number }>(
-      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = 'long-1'`,
+      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
+      [key],
     );
     expect(rows).toEqual([{ status: 'unknown', attempt: 1 }]);
 
     // The gateway exits with its upstream; a new one answers the retry from the ledger.
-    const next = await stdioClient('1.x', gateway());
+    const next = await stdioClient(line, gateway());
     clients.push(next);
     let resent = 0;
-    const retry = (await next.callTool(
-      { name: 'trigger-long-running-operation', arguments: args },
-      undefined,
-      { onprogress: () => void resent++ },
-    )) as ToolResult;
+    const retry = await callWithProgress(line, next, params, () => void resent++);
     expect(errorCode(retry)).toBe('OUTCOME_UNKNOWN');
     expect(resent).toBe(0);
     const after = await db.sql<{ status: string; attempt: number }>(
-      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = 'long-1'`,
+      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
+      [key],
     );
     expect(after).toEqual([{ status: 'unknown', attempt: 1 }]);
   });
+});
 
+describe('an upstream that does not answer in time', () => {
   it('ends a call the upstream does not answer in time as OUTCOME_UNKNOWN, not as a failure to retry', async () => {
     const client = await stdioClient('1.x', gateway(shortTimeout));
     clients.push(client);

@@ -1,0 +1,109 @@
+// The stdio suite's replay guarantees over Streamable HTTP, for clients of both SDK lines: parallel duplicates
+// run once, the key also comes in _meta, and a new gateway process (after the first one stopped) still replays
+// from the ledger. The upstream is the npm filesystem server, spawned per client session by the gateway's CLI.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type AnyClient,
+  type Child,
+  callTool,
+  database,
+  databaseUrl,
+  FILESYSTEM_SERVER,
+  httpClient,
+  httpGateway,
+  LINES,
+  outcome,
+  tempDir,
+} from './support.js';
+
+const db = database();
+const schema = `gw_http_replay_${process.pid}`;
+const dir = tempDir('http-replay');
+const clients: AnyClient[] = [];
+let gateway: Child & { readonly url: URL };
+const start = () =>
+  httpGateway([
+    '--database-url',
+    databaseUrl(),
+    '--schema',
+    schema,
+    '--tenant',
+    'acme',
+    '--',
+    process.execPath,
+    FILESYSTEM_SERVER,
+    dir,
+  ]);
+
+beforeAll(async () => {
+  gateway = await start();
+});
+afterAll(async () => {
+  await Promise.allSettled(clients.map((c) => c.close()));
+  await gateway?.stop();
+  await db.drop(schema);
+  await db.end();
+});
+
+const connect = async (line: (typeof LINES)[number]) => {
+  const client = await httpClient(line, gateway.url);
+  clients.push(client);
+  return client;
+};
+
+describe.each(LINES)('replay over Streamable HTTP, MCP SDK %s client', (line) => {
+  const tag = line.replace('.', '');
+
+  it('runs parallel duplicates once', async () => {
+    const client = await connect(line);
+    writeFileSync(join(dir, `p${tag}.txt`), 'parallel');
+    const args = {
+      source: join(dir, `p${tag}.txt`),
+      destination: join(dir, `p${tag}-moved.txt`),
+      idempotency_key: `parallel-${tag}`,
+    };
+    const results = await Promise.all(Array.from({ length: 5 }, () => callTool(client, 'move_file', args)));
+    expect(results.every((r) => !r.isError)).toBe(true);
+    expect(results.map(outcome).sort()).toEqual(['executed', 'replayed', 'replayed', 'replayed', 'replayed']);
+    expect(readFileSync(join(dir, `p${tag}-moved.txt`), 'utf8')).toBe('parallel');
+    const rows = await db.sql<{ status: string; attempt: number }>(
+      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
+      [`parallel-${tag}`],
+    );
+    expect(rows).toEqual([{ status: 'succeeded', attempt: 1 }]);
+  });
+
+  it('takes the key from _meta["tool-ledger/idempotency-key"]', async () => {
+    const client = await connect(line);
+    writeFileSync(join(dir, `m${tag}.txt`), 'meta');
+    const args = { source: join(dir, `m${tag}.txt`), destination: join(dir, `m${tag}-moved.txt`) };
+    const meta = { 'tool-ledger/idempotency-key': `meta-${tag}` };
+    expect(outcome(await callTool(client, 'move_file', args, meta))).toBe('executed');
+    const again = await callTool(client, 'move_file', args, meta);
+    expect(again.isError).toBeFalsy();
+    expect(outcome(again)).toBe('replayed');
+    expect(readFileSync(join(dir, `m${tag}-moved.txt`), 'utf8')).toBe('meta');
+  });
+});
+
+it('still replays over HTTP from a new gateway process (the ledger is durable)', async () => {
+  const client = await connect('1.x');
+  writeFileSync(join(dir, 'r.txt'), 'restart');
+  const args = {
+    source: join(dir, 'r.txt'),
+    destination: join(dir, 'r-moved.txt'),
+    idempotency_key: 'restart',
+  };
+  expect(outcome(await callTool(client, 'move_file', args))).toBe('executed');
+  await gateway.stop();
+  gateway = await start();
+  for (const line of LINES) {
+    const fresh = await connect(line);
+    const again = await callTool(fresh, 'move_file', args);
+    expect(again.isError).toBeFalsy();
+    expect(outcome(again)).toBe('replayed');
+  }
+  expect(readFileSync(join(dir, 'r-moved.txt'), 'utf8')).toBe('restart');
+});

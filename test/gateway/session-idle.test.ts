@@ -1,0 +1,87 @@
+// HTTP session hygiene: a client that goes quiet without ending its session (no DELETE) does not hold its
+// upstream forever. After --session-idle-timeout without a request, the gateway closes the session and the
+// server it spawned for it exits; the client's next request is refused (404) and a new session works.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { resolveSessionIdleTimeoutMs } from '../../src/config.js';
+import {
+  type AnyClient,
+  type Child,
+  database,
+  databaseUrl,
+  EVERYTHING_SERVER,
+  eventually,
+  httpClient,
+  httpGateway,
+  tempDir,
+} from './support.js';
+
+const db = database();
+const schema = `gw_idle_${process.pid}`;
+const dir = tempDir('idle');
+const pidFile = join(dir, 'upstream.pids');
+let gateway: Child & { readonly url: URL };
+const clients: AnyClient[] = [];
+
+beforeAll(async () => {
+  // Each session spawns its own server; the shell appends its pid, then becomes the server (exec).
+  gateway = await httpGateway([
+    '--database-url',
+    databaseUrl(),
+    '--schema',
+    schema,
+    '--session-idle-timeout',
+    '1000',
+    '--',
+    '/bin/sh',
+    '-c',
+    `echo $$ >> '${pidFile}'; exec '${process.execPath}' '${EVERYTHING_SERVER}' stdio`,
+  ]);
+});
+afterAll(async () => {
+  await Promise.allSettled(clients.map((c) => c.close()));
+  await gateway?.stop();
+  await db.drop(schema);
+  await db.end();
+});
+
+const pids = () => {
+  try {
+    return readFileSync(pidFile, 'utf8').trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+};
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+it('closes an idle HTTP session and releases its upstream', async () => {
+  const client = await httpClient('1.x', gateway.url);
+  clients.push(client);
+  await client.ping();
+  await eventually(() => pids().length === 1);
+  const upstream = pids()[0] as number;
+  // Nothing more from the client: the session times out and its server exits.
+  await eventually(() => !alive(upstream));
+  expect(gateway.stderr()).toMatch(/closing session \S+, idle for/);
+  await expect(client.ping()).rejects.toThrow();
+
+  const fresh = await httpClient('2.x', gateway.url);
+  clients.push(fresh);
+  const { tools } = await fresh.listTools();
+  expect(tools.length).toBeGreaterThan(0);
+});
+
+it('defaults to 30 minutes; 0 keeps idle sessions; a negative or fractional value is refused', () => {
+  expect(resolveSessionIdleTimeoutMs(undefined)).toBe(1_800_000);
+  expect(resolveSessionIdleTimeoutMs(0)).toBe(0);
+  expect(() => resolveSessionIdleTimeoutMs(-1)).toThrow(/sessionIdleTimeoutMs must be a whole number/);
+  expect(() => resolveSessionIdleTimeoutMs(1.5)).toThrow(/sessionIdleTimeoutMs/);
+});
