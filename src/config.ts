@@ -8,6 +8,7 @@ import type {
   UnknownRunContext,
 } from './contract/types.js';
 import { isMultiHostUrl, maskUrlPassword, parseConnectionUrl } from './ledger/drivers/connection-url.js';
+import { isKeywordString, keywordStringToUrl } from './ledger/drivers/keyword-string.js';
 import type { PgPoolLike } from './ledger/drivers/pg.js';
 import type { PGliteLike } from './ledger/drivers/pglite.js';
 import { isValidSchemaName } from './ledger/sql.js';
@@ -21,6 +22,8 @@ export interface LedgerOptions {
    * too (`postgres://app@db-a:5432,db-b:5432/app?target_session_attrs=read-write`, or `?host=db-a,db-b`): each new
    * connection goes to the first host that accepts it and, with `read-write` or `primary`, is not a standby, so
    * after a failover the pool reaches the promoted one. `connect_timeout` in it counts per host, in seconds.
+   * A libpq keyword string (`host=db-a,db-b dbname=app user=app`), which pg alone misreads as a database name, is
+   * read as the URL it stands for.
    */
   readonly connectionString?: string;
   /** A `pg.Pool` you own; `close()` leaves it open. One client is held for LISTEN while calls wait. */
@@ -246,14 +249,15 @@ const TOOL_OPTION_NAMES = {
 const CONNECTION_STRING = /^(postgres(ql)?:\/\/\S*|\/\S*|(\s*\w+\s*=\s*\S*)+\s*)$/;
 
 function checkConnectionString(value: unknown, source: string): string {
-  if (typeof value !== 'string' || !CONNECTION_STRING.test(value)) {
+  if (typeof value !== 'string' || !(isKeywordString(value) || CONNECTION_STRING.test(value))) {
     throw invalid(
       `${source} must be a Postgres connection string such as postgres://user@host:5432/db (or "host=... dbname=..."), got ${typeof value === 'string' ? 'a string that is neither' : typeof value}.`,
     );
   }
-  if (isMultiHostUrl(value)) {
+  const url = isKeywordString(value) ? keywordUrl(value, source) : value;
+  if (isMultiHostUrl(url)) {
     try {
-      parseConnectionUrl(value);
+      parseConnectionUrl(url);
     } catch (error) {
       throw error instanceof ToolLedgerError ? invalid(`${source}: ${error.message}`) : error;
     }
@@ -267,6 +271,15 @@ function checkConnectionString(value: unknown, source: string): string {
     }
   }
   return value;
+}
+
+/** The URL a keyword string stands for, its syntax errors named after the option that carried it. */
+function keywordUrl(value: string, source: string): string {
+  try {
+    return keywordStringToUrl(value);
+  } catch (error) {
+    throw error instanceof ToolLedgerError ? invalid(`${source}: ${error.message}`) : error;
+  }
 }
 
 let warnedInMemory = false;

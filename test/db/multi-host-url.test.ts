@@ -122,6 +122,34 @@ describe('createLedger with a multi-host URL', () => {
     expect((error as Error).message).not.toMatch(/no read-write Postgres/);
   });
 
+  it('reads a libpq keyword string, one host or a list (pg alone would take it for a database name)', async () => {
+    const url = new URL(databaseUrl());
+    const words = (host: string, port: string) =>
+      [
+        `host=${host}`,
+        `port=${port}`,
+        `dbname='${decodeURIComponent(url.pathname.slice(1))}'`,
+        url.username ? `user=${decodeURIComponent(url.username)}` : '',
+        url.password ? `password='${decodeURIComponent(url.password).replace(/['\\]/g, '\\$&')}'` : '',
+      ].join(' ');
+    const [refusingHost, refusingPort] = refusing.split(':') as [string, string];
+    for (const connectionString of [
+      words(url.hostname, url.port || '5432'),
+      `${words(`${refusingHost},${url.hostname}`, `${refusingPort},${url.port || '5432'}`)} target_session_attrs=read-write`,
+    ]) {
+      const schema = uniqueSchema('kw');
+      const ledger = await createLedger({ connectionString, schema, telemetry: false });
+      try {
+        const tool = ledger.tool({ name: 'one', kind: 'mutation', handler: async () => 'ok' });
+        expect(await tool.invoke({}, { key: 'k' })).toMatchObject({ outcome: 'executed', value: 'ok' });
+        expect(await tool.invoke({}, { key: 'k' })).toMatchObject({ outcome: 'replayed', value: 'ok' });
+      } finally {
+        await ledger.close();
+        await backend.sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      }
+    }
+  });
+
   it('refuses a standby target before connecting, saying a ledger writes', async () => {
     await expect(
       createLedger({ connectionString: multiHost([refusing], 'target_session_attrs=standby') }),

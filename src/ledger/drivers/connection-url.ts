@@ -11,7 +11,7 @@ import { ToolLedgerError } from '../../contract/errors.js';
  * - percent-encoding anywhere (a socket directory is `%2Fvar%2Frun%2Fpostgresql`);
  * - `target_session_attrs` (any, read-write, primary; the standby values are refused: a ledger writes) and
  *   `connect_timeout` (seconds, per host, as libpq counts it).
- * Keyword strings (`host=a,b port=1,2`) are not read here: pg reads none of them either.
+ * Keyword strings (`host=a,b port=1,2`) are turned into such a URL first (keyword-string.ts): pg reads none.
  */
 
 export interface HostPort {

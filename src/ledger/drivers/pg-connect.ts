@@ -1,4 +1,5 @@
 import { multiHostTarget } from './connection-url.js';
+import { isKeywordString, keywordStringToUrl } from './keyword-string.js';
 import { readWriteClient } from './read-write.js';
 
 /** What a `pg.Pool` or `pg.Client` is given for a connection string, whether it names one host or several. */
@@ -13,7 +14,7 @@ export interface PgConnectOptions<C> {
 
 /**
  * pg's options for a connection string. One host and no `target_session_attrs`: the string as it is, as before.
- * A host list (or a target): a `readWriteClient` over the hosts, each given `connect_timeout` from the URL or else
+ * A keyword string (`host=... dbname=...`) is read as the URL it stands for. A host list (or a target): a `readWriteClient` over the hosts, each given `connect_timeout` from the URL or else
  * `connectTimeoutMs`, so a host that black-holes packets costs its own bound and not the whole connect. Throws
  * `CONFIG_INVALID` for a URL libpq would refuse or a standby target.
  */
@@ -23,8 +24,10 @@ export function pgConnectOptions<C extends new (...args: never[]) => object>(
   connectTimeoutMs: number,
   env: NodeJS.ProcessEnv = process.env,
 ): PgConnectOptions<C> {
-  const target = multiHostTarget(connectionString, env);
-  if (target === undefined) return { connectionString, connectionTimeoutMillis: connectTimeoutMs };
+  // pg reads a keyword string as a database name on a host called "base": it goes as the URL it stands for.
+  const url = isKeywordString(connectionString) ? keywordStringToUrl(connectionString) : connectionString;
+  const target = multiHostTarget(url, env);
+  if (target === undefined) return { connectionString: url, connectionTimeoutMillis: connectTimeoutMs };
   const hostConnectTimeoutMs = target.hostConnectTimeoutMs ?? connectTimeoutMs;
   return {
     connectionString: target.singleHostUrl,
