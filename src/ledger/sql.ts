@@ -60,13 +60,86 @@ export const leaseLive = (alias: string) =>
 export const expired = (alias: string) => `(${alias}.expires_at <= now() AND NOT ${leaseLive(alias)})`;
 
 /**
+ * What a claim sends, by name. The claim's parameters are numbered once, here, in this order: `claimParams` sends
+ * the values in it and `CLAIM` gives each its placeholder, so no statement hard-codes a `$n`.
+ */
+export interface ClaimFields {
+  readonly tenant: string;
+  readonly tool: string;
+  readonly key: string;
+  readonly user: string | undefined;
+  readonly paramsHash: string;
+  readonly leaseOwner: string;
+  readonly leaseSeconds: number;
+  readonly ttlSeconds: number;
+  readonly traceId: string | undefined;
+  readonly spanId: string | undefined;
+  /** The job id of a new run. */
+  readonly jobId: string | undefined;
+  /** Whether a lapsed lease may be taken over. */
+  readonly allowLeaseTakeover: boolean;
+  /** Whether the caller would wait for a run in flight (it registers as waiting, see `claimSql`). */
+  readonly wouldWait: boolean;
+}
+
+/** The fresh run's columns, shared by the bare insert and the claim, then the claim's own two; with their types. */
+const FRESH_RUN_TYPES = {
+  tenant: 'text',
+  tool: 'text',
+  key: 'text',
+  user: 'text',
+  paramsHash: 'text',
+  leaseOwner: 'text',
+  leaseSeconds: 'float8',
+  ttlSeconds: 'float8',
+  traceId: 'text',
+  spanId: 'text',
+  jobId: 'text',
+} as const;
+const CLAIM_TYPES = {
+  ...FRESH_RUN_TYPES,
+  allowLeaseTakeover: 'boolean',
+  wouldWait: 'boolean',
+} as const satisfies Record<keyof ClaimFields, string>;
+
+type Placeholders<T> = { readonly [K in keyof T]: string };
+
+/** `$1::text`, `$2::text`, ... in the object's order. */
+function placeholders<T extends Record<string, string>>(types: T): Placeholders<T> {
+  return Object.fromEntries(
+    Object.entries(types).map(([name, type], i) => [name, `$${i + 1}::${type}`]),
+  ) as Placeholders<T>;
+}
+
+const CLAIM = placeholders(CLAIM_TYPES);
+const FRESH_RUN_NAMES = Object.freeze(Object.keys(FRESH_RUN_TYPES) as (keyof typeof FRESH_RUN_TYPES)[]);
+const CLAIM_NAMES = Object.freeze(Object.keys(CLAIM_TYPES) as (keyof ClaimFields)[]);
+
+function valuesOf(fields: ClaimFields, names: readonly (keyof ClaimFields)[]): unknown[] {
+  const values = new Array<unknown>(names.length);
+  // Absent optional fields travel as SQL NULL.
+  for (let i = 0; i < names.length; i++) values[i] = fields[names[i]!] ?? null;
+  return values;
+}
+
+/** The parameters of `claimSql`, in the order its placeholders number them. */
+export function claimParams(fields: ClaimFields): unknown[] {
+  return valuesOf(fields, CLAIM_NAMES);
+}
+
+/** The parameters of `insertRunSql`: the fresh run's fields only. */
+export function insertRunParams(fields: ClaimFields): unknown[] {
+  return valuesOf(fields, FRESH_RUN_NAMES);
+}
+
+/**
  * The rules of the claim in one place: a row the claim takes over (expired, a retryable failure, or a lapsed lease
  * when takeovers are allowed) for the same user and parameters. TypeScript reads the result as `takeover_due`.
  */
 const TAKEOVER = (alias: string) => `(${expired(alias)}
-    OR (${alias}.parameter_hash = $5::text AND ${alias}.user_id IS NOT DISTINCT FROM $4::text AND (
+    OR (${alias}.parameter_hash = ${CLAIM.paramsHash} AND ${alias}.user_id IS NOT DISTINCT FROM ${CLAIM.user} AND (
       (${alias}.status = 'failed' AND NOT ${alias}.final)
-      OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND $12::boolean)
+      OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND ${CLAIM.allowLeaseTakeover})
     )))`;
 
 /**
@@ -91,13 +164,20 @@ const RUN_COLUMNS = (
   ${a}.error_json, ${a}.job_id, ${a}.trace_id, ${a}.span_id, ${a}.completed_at,
   ${msUntil(`${a}.expires_at`)} AS expires_in_ms, ${leaseLive(a)} AS lease_live`;
 
+/** The same row of the ledger, as two aliases name it. */
+const SAME_ROW = (a: string, b: string) => `${a}.id = ${b}.id`;
+
+/** The fresh run's columns and the values the claim and the bare insert give them. */
+const FRESH_RUN_COLUMNS = `tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, attempt,
+    lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at`;
+const FRESH_RUN_VALUES = `${CLAIM.tenant}, ${CLAIM.tool}, ${CLAIM.key}, ${CLAIM.user}, ${CLAIM.paramsHash}, 'in_progress', 1,
+    ${CLAIM.leaseOwner}, now() + make_interval(secs => ${CLAIM.leaseSeconds}), ${CLAIM.jobId}, ${CLAIM.traceId},
+    ${CLAIM.spanId}, now() + make_interval(secs => ${CLAIM.ttlSeconds})`;
+
 /**
  * The claim: one atomic statement that inserts a fresh run, or takes over an expired row, a retryable failure or
  * a lapsed lease, or else returns the row as it stands. The `attempt` match fences concurrent takeovers.
- *
- * $1 tenant, $2 tool, $3 key, $4 user, $5 parameter hash, $6 lease owner, $7 lease seconds, $8 ttl seconds,
- * $9 trace id, $10 span id, $11 job id for a new run, $12 whether a lapsed lease may be taken over, $13 whether the
- * caller would wait for a run in flight.
+ * Parameters: `claimParams(fields)` (see `ClaimFields`).
  *
  * A caller that would wait registers in this same statement (`waiting`): it sets the row's `waiters` flag while
  * the run is still in flight, under the row lock the completion also takes. Either the flag commits first and the
@@ -106,41 +186,39 @@ const RUN_COLUMNS = (
  */
 export function claimSql(schema: string): string {
   const t = runsTable(schema);
+  const p = CLAIM;
   return `WITH existing AS (
-  SELECT * FROM ${t} WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text
+  SELECT * FROM ${t} WHERE tenant_id = ${p.tenant} AND tool_name = ${p.tool} AND idempotency_key = ${p.key}
 ), inserted AS (
-  INSERT INTO ${t} AS r (tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, attempt,
-    lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at)
-  SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 'in_progress', 1,
-    $6::text, now() + make_interval(secs => $7::float8), $11::text, $9::text, $10::text,
-    now() + make_interval(secs => $8::float8)
+  INSERT INTO ${t} AS r (${FRESH_RUN_COLUMNS})
+  SELECT ${FRESH_RUN_VALUES}
   WHERE NOT EXISTS (SELECT 1 FROM existing)
   ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING
   RETURNING r.*
 ), taken AS (
   UPDATE ${t} AS r SET
     attempt = CASE WHEN ${expired('e')} THEN 1 ELSE r.attempt + 1 END,
-    job_id = CASE WHEN ${expired('e')} THEN $11::text ELSE coalesce(r.job_id, $11::text) END,
+    job_id = CASE WHEN ${expired('e')} THEN ${p.jobId} ELSE coalesce(r.job_id, ${p.jobId}) END,
     created_at = CASE WHEN ${expired('e')} THEN now() ELSE r.created_at END,
     conflict_count = CASE WHEN ${expired('e')} THEN 0 ELSE r.conflict_count END,
     last_conflict_at = CASE WHEN ${expired('e')} THEN NULL ELSE r.last_conflict_at END,
-    user_id = $4::text, parameter_hash = $5::text, status = 'in_progress', final = false,
-    lease_owner = $6::text, lease_expires_at = now() + make_interval(secs => $7::float8),
-    result_json = NULL, error_json = NULL, trace_id = $9::text, span_id = $10::text,
+    user_id = ${p.user}, parameter_hash = ${p.paramsHash}, status = 'in_progress', final = false,
+    lease_owner = ${p.leaseOwner}, lease_expires_at = now() + make_interval(secs => ${p.leaseSeconds}),
+    result_json = NULL, error_json = NULL, trace_id = ${p.traceId}, span_id = ${p.spanId},
     started_at = now(), updated_at = now(), completed_at = NULL,
-    expires_at = now() + make_interval(secs => $8::float8),
+    expires_at = now() + make_interval(secs => ${p.ttlSeconds}),
     waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END,
     steps = CASE WHEN ${expired('e')} THEN NULL ELSE r.steps END,
     step_token = CASE WHEN ${expired('e')} THEN NULL ELSE r.step_token END
   FROM existing e
-  WHERE r.id = e.id AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
+  WHERE ${SAME_ROW('r', 'e')} AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
 ), registered AS (
   -- Disjoint from \`taken\`: a live lease is never expired nor lapsed, so no row is updated twice.
   UPDATE ${t} AS r SET waiters = true
   FROM existing e
-  WHERE $13::boolean AND r.id = e.id AND r.attempt = e.attempt AND ${leaseLive('r')}
-    AND r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text
+  WHERE ${p.wouldWait} AND ${SAME_ROW('r', 'e')} AND r.attempt = e.attempt AND ${leaseLive('r')}
+    AND r.parameter_hash = ${p.paramsHash} AND r.user_id IS NOT DISTINCT FROM ${p.user}
   RETURNING r.id
 )
 SELECT 'inserted' AS claim, ${RUN_COLUMNS('inserted')}, false AS takeover_due, false AS waiting,
@@ -161,14 +239,12 @@ FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 /**
  * The claim of a key no row holds yet: the fresh-run insert of `claimSql` on its own, which is all a first
  * execution needs. It returns only the id, since the caller knows every other column it wrote. No row back means
- * the key is taken (or was a moment ago): the caller sends the full claim, which judges that row. Parameters as
- * `claimSql`'s $1 to $11.
+ * the key is taken (or was a moment ago): the caller sends the full claim, which judges that row. Parameters:
+ * `insertRunParams(fields)`.
  */
 export function insertRunSql(schema: string): string {
-  return `INSERT INTO ${runsTable(schema)} (tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status,
-  attempt, lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at)
-VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, 'in_progress', 1, $6::text,
-  now() + make_interval(secs => $7::float8), $11::text, $9::text, $10::text, now() + make_interval(secs => $8::float8))
+  return `INSERT INTO ${runsTable(schema)} (${FRESH_RUN_COLUMNS})
+VALUES (${FRESH_RUN_VALUES})
 ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING
 RETURNING id::text AS id`;
 }

@@ -8,10 +8,13 @@ import { ledgerUnavailable } from './errors.js';
 import { cacheKey, ResultCache, type ResultCacheLimits } from './result-cache.js';
 import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
 import {
+  type ClaimFields,
+  claimParams,
   claimSql,
   completeSql,
   findJobSql,
   finishStepSql,
+  insertRunParams,
   insertRunSql,
   purgeExpiredBatchSql,
   recordConflictSql,
@@ -21,22 +24,8 @@ import {
 
 export type OperationTimer = (operation: LedgerOperation, seconds: number) => void;
 
-export interface ClaimRequest {
-  readonly tenant: string;
-  readonly tool: string;
-  readonly key: string;
-  readonly user: string | undefined;
-  readonly paramsHash: string;
-  readonly leaseOwner: string;
-  readonly leaseSeconds: number;
-  readonly ttlSeconds: number;
-  readonly traceId: string | undefined;
-  readonly spanId: string | undefined;
-  readonly jobId: string | undefined;
-  readonly allowLeaseTakeover: boolean;
-  /** Register as waiting when the run is in flight, so its completion notifies (only then). */
-  readonly wouldWait: boolean;
-}
+/** What a claim sends, by name (see `ClaimFields`). */
+export type ClaimRequest = ClaimFields;
 
 export interface Completion {
   readonly id: string;
@@ -140,7 +129,7 @@ export class LedgerStore {
       if (triedInsert) {
         let inserted: Array<{ id: string }>;
         try {
-          inserted = (await this.#driver.query<{ id: string }>(this.#sql.insert, freshRunParams(request)))
+          inserted = (await this.#driver.query<{ id: string }>(this.#sql.insert, insertRunParams(request)))
             .rows;
         } catch (error) {
           throw ledgerUnavailable(error, 'claim the idempotency key');
@@ -151,7 +140,7 @@ export class LedgerStore {
       const rows = await this.#run<Record<string, unknown>>(
         this.#driver,
         this.#sql.claim,
-        [...freshRunParams(request), request.allowLeaseTakeover, request.wouldWait],
+        claimParams(request),
         'claim the idempotency key',
         undefined,
         undefined,
@@ -325,23 +314,6 @@ export interface RunFence {
   readonly id: string;
   readonly attempt: number;
   readonly leaseOwner: string;
-}
-
-/** $1 to $11 of both the bare insert and the full claim: the fresh run's columns. */
-function freshRunParams(request: ClaimRequest): unknown[] {
-  return [
-    request.tenant,
-    request.tool,
-    request.key,
-    request.user ?? null,
-    request.paramsHash,
-    request.leaseOwner,
-    request.leaseSeconds,
-    request.ttlSeconds,
-    request.traceId ?? null,
-    request.spanId ?? null,
-    request.jobId ?? null,
-  ];
 }
 
 /** The row the insert wrote, as the full claim would have returned it: the caller sent every column but the id. */
