@@ -164,8 +164,12 @@ const RUN_COLUMNS = (
   ${a}.error_json, ${a}.job_id, ${a}.trace_id, ${a}.span_id, ${a}.completed_at,
   ${msUntil(`${a}.expires_at`)} AS expires_in_ms, ${leaseLive(a)} AS lease_live`;
 
-/** The same row of the ledger, as two aliases name it. */
-const SAME_ROW = (a: string, b: string) => `${a}.id = ${b}.id`;
+/**
+ * The claimed key's row, found by its primary key (migration 8) through the parameters rather than a join column,
+ * so every part of the claim names the tenant as a constant and a sharded deployment routes it to one shard.
+ */
+const CLAIMED_ROW = (a: string) =>
+  `${a}.tenant_id = ${CLAIM.tenant} AND ${a}.tool_name = ${CLAIM.tool} AND ${a}.idempotency_key = ${CLAIM.key}`;
 
 /** The fresh run's columns and the values the claim and the bare insert give them. */
 const FRESH_RUN_COLUMNS = `tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, attempt,
@@ -211,13 +215,13 @@ export function claimSql(schema: string): string {
     steps = CASE WHEN ${expired('e')} THEN NULL ELSE r.steps END,
     step_token = CASE WHEN ${expired('e')} THEN NULL ELSE r.step_token END
   FROM existing e
-  WHERE ${SAME_ROW('r', 'e')} AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
+  WHERE ${CLAIMED_ROW('r')} AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
 ), registered AS (
   -- Disjoint from \`taken\`: a live lease is never expired nor lapsed, so no row is updated twice.
   UPDATE ${t} AS r SET waiters = true
   FROM existing e
-  WHERE ${p.wouldWait} AND ${SAME_ROW('r', 'e')} AND r.attempt = e.attempt AND ${leaseLive('r')}
+  WHERE ${p.wouldWait} AND ${CLAIMED_ROW('r')} AND r.attempt = e.attempt AND ${leaseLive('r')}
     AND r.parameter_hash = ${p.paramsHash} AND r.user_id IS NOT DISTINCT FROM ${p.user}
   RETURNING r.id
 )
@@ -250,9 +254,18 @@ RETURNING id::text AS id`;
 }
 
 /**
+ * Every write of a running execution carries its fence: the run's key (its primary key since migration 8, which
+ * starts with the tenant, so the write routes to one shard), the attempt and the lease owner. Only the current
+ * owner of the current attempt writes. $1 tenant, $2 tool, $3 key, $4 attempt, $5 lease owner; each fenced
+ * statement's own parameters follow from $6.
+ */
+const FENCE = `tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text AND attempt = $4::integer
+  AND lease_owner = $5::text AND status = 'in_progress'`;
+
+/**
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
- * the waiters, if any registered (see the claim). $1 id, $2 attempt, $3 lease owner, $4 status, $5 final,
- * $6 result json, $7 error json, $8 ttl seconds, $9 notify channel.
+ * the waiters, if any registered (see the claim). The fence's $1 to $5, then $6 status, $7 final, $8 result json,
+ * $9 error json, $10 ttl seconds, $11 notify channel.
  *
  * The TTL counts from the claim, which already set `expires_at`: keeping it leaves every indexed column as it
  * was, so the update is HOT (migration 5). Only a handler that outlasted its TTL moves the expiry, to `ttlSeconds`
@@ -260,55 +273,56 @@ RETURNING id::text AS id`;
  */
 export function completeSql(schema: string): string {
   return `WITH done AS (
-  UPDATE ${runsTable(schema)} SET status = $4::text, final = $5::boolean, result_json = $6::json,
-    error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
-    expires_at = CASE WHEN expires_at > now() THEN expires_at ELSE now() + make_interval(secs => $8::float8) END
-  WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+  UPDATE ${runsTable(schema)} SET status = $6::text, final = $7::boolean, result_json = $8::json,
+    error_json = $9::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
+    expires_at = CASE WHEN expires_at > now() THEN expires_at ELSE now() + make_interval(secs => $10::float8) END
+  WHERE ${FENCE}
   RETURNING id, completed_at, expires_at, waiters
 )
 SELECT ${epochMs('completed_at')} AS completed_at_ms, ${msUntil('expires_at')} AS expires_in_ms,
-  CASE WHEN waiters THEN pg_notify($9::text, id::text) END AS notify
+  CASE WHEN waiters THEN pg_notify($11::text, id::text) END AS notify
 FROM done`;
 }
 
 /**
  * Marks a step started, fenced like the completion, and draws the run's step token at its first step (kept for
- * the run's life). Returns the token. $1 id, $2 attempt, $3 lease owner, $4 step name, $5 new token.
+ * the run's life). Returns the token. The fence's $1 to $5, then $6 step name, $7 new token.
  */
 export function startStepSql(schema: string): string {
-  return `UPDATE ${runsTable(schema)} SET step_token = coalesce(step_token, $5::text),
-  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($4::text,
-    jsonb_build_object('status', 'started', 'attempt', $2::integer, 'startedAt', now())),
+  return `UPDATE ${runsTable(schema)} SET step_token = coalesce(step_token, $7::text),
+  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($6::text,
+    jsonb_build_object('status', 'started', 'attempt', $4::integer, 'startedAt', now())),
   updated_at = now()
-WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+WHERE ${FENCE}
 RETURNING step_token`;
 }
 
 /**
  * Records how a step ended, fenced like the completion. The result is kept as JSON text inside the jsonb, so a
- * replay returns it byte for byte as the first run saw it. $1 id, $2 attempt, $3 lease owner, $4 step name,
- * $5 status ('succeeded' or 'failed'), $6 result JSON text, $7 error JSON.
+ * replay returns it byte for byte as the first run saw it. The fence's $1 to $5, then $6 step name, $7 status
+ * ('succeeded' or 'failed'), $8 result JSON text, $9 error JSON.
  */
 export function finishStepSql(schema: string): string {
   return `UPDATE ${runsTable(schema)} SET
-  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($4::text, jsonb_build_object('status', $5::text,
-    'attempt', $2::integer, 'startedAt', coalesce(steps -> $4::text -> 'startedAt', to_jsonb(now())),
-    'completedAt', now(), 'result', $6::text, 'error', $7::jsonb)),
+  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($6::text, jsonb_build_object('status', $7::text,
+    'attempt', $4::integer, 'startedAt', coalesce(steps -> $6::text -> 'startedAt', to_jsonb(now())),
+    'completedAt', now(), 'result', $8::text, 'error', $9::jsonb)),
   updated_at = now()
-WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+WHERE ${FENCE}
 RETURNING id`;
 }
 
-/** Extends a lease, fenced like the completion. $1 id, $2 attempt, $3 owner, $4 lease seconds. */
+/** Extends a lease, fenced like the completion. The fence's $1 to $5, then $6 lease seconds. */
 export function renewLeaseSql(schema: string): string {
-  return `UPDATE ${runsTable(schema)} SET lease_expires_at = now() + make_interval(secs => $4::float8), updated_at = now()
-WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+  return `UPDATE ${runsTable(schema)} SET lease_expires_at = now() + make_interval(secs => $6::float8), updated_at = now()
+WHERE ${FENCE}
 RETURNING lease_expires_at`;
 }
 
-/** Counts a refused reuse of a key, for the support explorer. $1 id. */
+/** Counts a refused reuse of a key, for the support explorer. $1 tenant, $2 tool, $3 key. */
 export function recordConflictSql(schema: string): string {
-  return `UPDATE ${runsTable(schema)} SET conflict_count = conflict_count + 1, last_conflict_at = now() WHERE id = $1::bigint`;
+  return `UPDATE ${runsTable(schema)} SET conflict_count = conflict_count + 1, last_conflict_at = now()
+WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text`;
 }
 
 /** A job by id, within its tenant and tool. $1 tenant, $2 tool, $3 job id. */
@@ -317,11 +331,16 @@ export function findJobSql(schema: string): string {
 WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 }
 
-/** Deletes one batch of expired rows, skipping rows another purger holds. $1 batch size. */
+/**
+ * Deletes one batch of expired rows, skipping rows another purger holds. By key, the primary key: `id` has no
+ * index since migration 8. No order: the expiry index is a BRIN (migration 8), which finds the expired ranges
+ * but cannot sort them, and a batch that must be the oldest would sort every expired row each time. $1 batch size.
+ */
 export function purgeExpiredBatchSql(schema: string): string {
   const t = runsTable(schema);
-  return `DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t} r WHERE ${expired('r')} ORDER BY expires_at LIMIT $1::integer FOR UPDATE SKIP LOCKED
+  return `DELETE FROM ${t} WHERE (tenant_id, tool_name, idempotency_key) IN (
+  SELECT tenant_id, tool_name, idempotency_key FROM ${t} r WHERE ${expired('r')} LIMIT $1::integer
+  FOR UPDATE SKIP LOCKED
 )`;
 }
 
