@@ -5,7 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createLedger } from '../dist/index.js';
-import { claimSql, completeSql } from '../dist/ledger/sql.js';
+import { claimParams, claimSql, completeSql } from '../dist/ledger/sql.js';
 
 export const BENCH_INPUT = {
   customerId: 'cus_42',
@@ -86,21 +86,24 @@ export async function sameSql(url, schema, { concurrency }) {
   let n = 0;
   const call = async (key) => {
     const owner = randomUUID();
-    const { rows } = await pool.query(claim, [
-      'bench',
-      'create_invoice',
-      key,
-      null,
-      hash,
-      owner,
-      30,
-      86400,
-      null,
-      null,
-      null,
-      true,
-      true,
-    ]);
+    const { rows } = await pool.query(
+      claim,
+      claimParams({
+        tenant: 'bench',
+        tool: 'create_invoice',
+        key,
+        user: undefined,
+        paramsHash: hash,
+        leaseOwner: owner,
+        leaseSeconds: 30,
+        ttlSeconds: 86400,
+        traceId: undefined,
+        spanId: undefined,
+        jobId: undefined,
+        allowLeaseTakeover: true,
+        wouldWait: true,
+      }),
+    );
     const row = rows[0];
     if (row.claim === 'existing') return row.result_json;
     const value = benchResult(n++);

@@ -143,6 +143,29 @@ CREATE TABLE ${r} (
 COMMENT ON TABLE ${r} IS 'tool-ledger: unknown outcomes settled by tool-ledger resolve, with who, when and how'`;
     },
   },
+  {
+    version: 8,
+    name: 'tool_runs_tenant_key',
+    // The key becomes the primary key. It starts with the tenant, as every unique constraint must for a table
+    // distributed by tenant (Citus, docs/operations.md "Past one Postgres"), and every hot-path statement names it.
+    // A first execution's insert then adds two index entries instead of three: the `id` index goes (ids stay, for
+    // support and the audits, drawn from the same identity) and the expiry B-tree becomes a BRIN, which an insert
+    // of a range not yet summarized does not touch. Expiry grows with insertion order (the TTL counts from the
+    // claim), which is what a BRIN needs. The audits' keys gain the tenant for the same reason. Processes of the
+    // previous version write by `id`: stop them before this runs (docs/ledger.md "Migrations").
+    up: (schema) => {
+      const t = runsTable(schema);
+      const s = quoteIdent(schema);
+      return `ALTER TABLE ${t} DROP CONSTRAINT tool_runs_pkey;
+ALTER TABLE ${t} ADD CONSTRAINT tool_runs_pkey PRIMARY KEY USING INDEX tool_runs_key_idx;
+DROP INDEX ${s}.tool_runs_expires_idx;
+CREATE INDEX tool_runs_expires_idx ON ${t} USING brin (expires_at);
+ALTER TABLE ${forgottenTable(schema)} DROP CONSTRAINT tool_runs_forgotten_pkey;
+ALTER TABLE ${forgottenTable(schema)} ADD PRIMARY KEY (tenant_id, id);
+ALTER TABLE ${resolvedTable(schema)} DROP CONSTRAINT tool_runs_resolved_pkey;
+ALTER TABLE ${resolvedTable(schema)} ADD PRIMARY KEY (tenant_id, id)`;
+    },
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)!.version;

@@ -1,4 +1,4 @@
-import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
+import type { ClaimRow, RunKey, RunRow, RunStatus } from './run-row.js';
 
 /**
  * Completed runs this process has seen, so a replay from the same process skips the database. A completed row is
@@ -168,7 +168,12 @@ export class ResultCache {
    * The completed row for this key (see `cacheKey`), as the claim would return it, when it has not expired and belongs to the same
    * user and parameters; otherwise undefined (the caller asks the database).
    */
-  replay(cacheKeyText: string, user: string | null, paramsHash: string): ClaimRow | undefined {
+  replay(
+    cacheKeyText: string,
+    user: string | null,
+    paramsHash: string,
+    runKey: RunKey,
+  ): ClaimRow | undefined {
     const entry = this.#entries.get(cacheKeyText);
     if (!entry) return undefined;
     const now = performance.now();
@@ -182,6 +187,7 @@ export class ResultCache {
     this.#append(entry);
     return {
       claim: 'existing',
+      runKey,
       id: entry.id,
       user_id: entry.userId,
       parameter_hash: entry.parameterHash,

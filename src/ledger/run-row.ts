@@ -44,8 +44,20 @@ export interface RunRow {
 
 export type ClaimKind = 'inserted' | 'taken' | 'existing';
 
+/**
+ * A run's key, the ledger's primary key since migration 8: tenant first, so a ledger sharded by tenant routes
+ * every statement that names it to one shard. Every write of a running execution locates its row by it.
+ */
+export interface RunKey {
+  readonly tenant: string;
+  readonly tool: string;
+  readonly key: string;
+}
+
 export interface ClaimRow extends RunRow {
   readonly claim: ClaimKind;
+  /** The key the claim named (not read back: the caller sent it). */
+  readonly runKey: RunKey;
   /**
    * For an `existing` row: the claim's own takeover rule held for it, yet another caller changed the row first
    * (the update's fence refused). Claim again.

@@ -60,13 +60,86 @@ export const leaseLive = (alias: string) =>
 export const expired = (alias: string) => `(${alias}.expires_at <= now() AND NOT ${leaseLive(alias)})`;
 
 /**
+ * What a claim sends, by name. The claim's parameters are numbered once, here, in this order: `claimParams` sends
+ * the values in it and `CLAIM` gives each its placeholder, so no statement hard-codes a `$n`.
+ */
+export interface ClaimFields {
+  readonly tenant: string;
+  readonly tool: string;
+  readonly key: string;
+  readonly user: string | undefined;
+  readonly paramsHash: string;
+  readonly leaseOwner: string;
+  readonly leaseSeconds: number;
+  readonly ttlSeconds: number;
+  readonly traceId: string | undefined;
+  readonly spanId: string | undefined;
+  /** The job id of a new run. */
+  readonly jobId: string | undefined;
+  /** Whether a lapsed lease may be taken over. */
+  readonly allowLeaseTakeover: boolean;
+  /** Whether the caller would wait for a run in flight (it registers as waiting, see `claimSql`). */
+  readonly wouldWait: boolean;
+}
+
+/** The fresh run's columns, shared by the bare insert and the claim, then the claim's own two; with their types. */
+const FRESH_RUN_TYPES = {
+  tenant: 'text',
+  tool: 'text',
+  key: 'text',
+  user: 'text',
+  paramsHash: 'text',
+  leaseOwner: 'text',
+  leaseSeconds: 'float8',
+  ttlSeconds: 'float8',
+  traceId: 'text',
+  spanId: 'text',
+  jobId: 'text',
+} as const;
+const CLAIM_TYPES = {
+  ...FRESH_RUN_TYPES,
+  allowLeaseTakeover: 'boolean',
+  wouldWait: 'boolean',
+} as const satisfies Record<keyof ClaimFields, string>;
+
+type Placeholders<T> = { readonly [K in keyof T]: string };
+
+/** `$1::text`, `$2::text`, ... in the object's order. */
+function placeholders<T extends Record<string, string>>(types: T): Placeholders<T> {
+  return Object.fromEntries(
+    Object.entries(types).map(([name, type], i) => [name, `$${i + 1}::${type}`]),
+  ) as Placeholders<T>;
+}
+
+const CLAIM = placeholders(CLAIM_TYPES);
+const FRESH_RUN_NAMES = Object.freeze(Object.keys(FRESH_RUN_TYPES) as (keyof typeof FRESH_RUN_TYPES)[]);
+const CLAIM_NAMES = Object.freeze(Object.keys(CLAIM_TYPES) as (keyof ClaimFields)[]);
+
+function valuesOf(fields: ClaimFields, names: readonly (keyof ClaimFields)[]): unknown[] {
+  const values = new Array<unknown>(names.length);
+  // Absent optional fields travel as SQL NULL.
+  for (let i = 0; i < names.length; i++) values[i] = fields[names[i]!] ?? null;
+  return values;
+}
+
+/** The parameters of `claimSql`, in the order its placeholders number them. */
+export function claimParams(fields: ClaimFields): unknown[] {
+  return valuesOf(fields, CLAIM_NAMES);
+}
+
+/** The parameters of `insertRunSql`: the fresh run's fields only. */
+export function insertRunParams(fields: ClaimFields): unknown[] {
+  return valuesOf(fields, FRESH_RUN_NAMES);
+}
+
+/**
  * The rules of the claim in one place: a row the claim takes over (expired, a retryable failure, or a lapsed lease
  * when takeovers are allowed) for the same user and parameters. TypeScript reads the result as `takeover_due`.
  */
 const TAKEOVER = (alias: string) => `(${expired(alias)}
-    OR (${alias}.parameter_hash = $5::text AND ${alias}.user_id IS NOT DISTINCT FROM $4::text AND (
+    OR (${alias}.parameter_hash = ${CLAIM.paramsHash} AND ${alias}.user_id IS NOT DISTINCT FROM ${CLAIM.user} AND (
       (${alias}.status = 'failed' AND NOT ${alias}.final)
-      OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND $12::boolean)
+      OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND ${CLAIM.allowLeaseTakeover})
     )))`;
 
 /**
@@ -92,12 +165,23 @@ const RUN_COLUMNS = (
   ${msUntil(`${a}.expires_at`)} AS expires_in_ms, ${leaseLive(a)} AS lease_live`;
 
 /**
+ * The claimed key's row, found by its primary key (migration 8) through the parameters rather than a join column,
+ * so every part of the claim names the tenant as a constant and a sharded deployment routes it to one shard.
+ */
+const CLAIMED_ROW = (a: string) =>
+  `${a}.tenant_id = ${CLAIM.tenant} AND ${a}.tool_name = ${CLAIM.tool} AND ${a}.idempotency_key = ${CLAIM.key}`;
+
+/** The fresh run's columns and the values the claim and the bare insert give them. */
+const FRESH_RUN_COLUMNS = `tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, attempt,
+    lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at`;
+const FRESH_RUN_VALUES = `${CLAIM.tenant}, ${CLAIM.tool}, ${CLAIM.key}, ${CLAIM.user}, ${CLAIM.paramsHash}, 'in_progress', 1,
+    ${CLAIM.leaseOwner}, now() + make_interval(secs => ${CLAIM.leaseSeconds}), ${CLAIM.jobId}, ${CLAIM.traceId},
+    ${CLAIM.spanId}, now() + make_interval(secs => ${CLAIM.ttlSeconds})`;
+
+/**
  * The claim: one atomic statement that inserts a fresh run, or takes over an expired row, a retryable failure or
  * a lapsed lease, or else returns the row as it stands. The `attempt` match fences concurrent takeovers.
- *
- * $1 tenant, $2 tool, $3 key, $4 user, $5 parameter hash, $6 lease owner, $7 lease seconds, $8 ttl seconds,
- * $9 trace id, $10 span id, $11 job id for a new run, $12 whether a lapsed lease may be taken over, $13 whether the
- * caller would wait for a run in flight.
+ * Parameters: `claimParams(fields)` (see `ClaimFields`).
  *
  * A caller that would wait registers in this same statement (`waiting`): it sets the row's `waiters` flag while
  * the run is still in flight, under the row lock the completion also takes. Either the flag commits first and the
@@ -106,41 +190,39 @@ const RUN_COLUMNS = (
  */
 export function claimSql(schema: string): string {
   const t = runsTable(schema);
+  const p = CLAIM;
   return `WITH existing AS (
-  SELECT * FROM ${t} WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text
+  SELECT * FROM ${t} WHERE tenant_id = ${p.tenant} AND tool_name = ${p.tool} AND idempotency_key = ${p.key}
 ), inserted AS (
-  INSERT INTO ${t} AS r (tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, attempt,
-    lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at)
-  SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 'in_progress', 1,
-    $6::text, now() + make_interval(secs => $7::float8), $11::text, $9::text, $10::text,
-    now() + make_interval(secs => $8::float8)
+  INSERT INTO ${t} AS r (${FRESH_RUN_COLUMNS})
+  SELECT ${FRESH_RUN_VALUES}
   WHERE NOT EXISTS (SELECT 1 FROM existing)
   ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING
   RETURNING r.*
 ), taken AS (
   UPDATE ${t} AS r SET
     attempt = CASE WHEN ${expired('e')} THEN 1 ELSE r.attempt + 1 END,
-    job_id = CASE WHEN ${expired('e')} THEN $11::text ELSE coalesce(r.job_id, $11::text) END,
+    job_id = CASE WHEN ${expired('e')} THEN ${p.jobId} ELSE coalesce(r.job_id, ${p.jobId}) END,
     created_at = CASE WHEN ${expired('e')} THEN now() ELSE r.created_at END,
     conflict_count = CASE WHEN ${expired('e')} THEN 0 ELSE r.conflict_count END,
     last_conflict_at = CASE WHEN ${expired('e')} THEN NULL ELSE r.last_conflict_at END,
-    user_id = $4::text, parameter_hash = $5::text, status = 'in_progress', final = false,
-    lease_owner = $6::text, lease_expires_at = now() + make_interval(secs => $7::float8),
-    result_json = NULL, error_json = NULL, trace_id = $9::text, span_id = $10::text,
+    user_id = ${p.user}, parameter_hash = ${p.paramsHash}, status = 'in_progress', final = false,
+    lease_owner = ${p.leaseOwner}, lease_expires_at = now() + make_interval(secs => ${p.leaseSeconds}),
+    result_json = NULL, error_json = NULL, trace_id = ${p.traceId}, span_id = ${p.spanId},
     started_at = now(), updated_at = now(), completed_at = NULL,
-    expires_at = now() + make_interval(secs => $8::float8),
+    expires_at = now() + make_interval(secs => ${p.ttlSeconds}),
     waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END,
     steps = CASE WHEN ${expired('e')} THEN NULL ELSE r.steps END,
     step_token = CASE WHEN ${expired('e')} THEN NULL ELSE r.step_token END
   FROM existing e
-  WHERE r.id = e.id AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
+  WHERE ${CLAIMED_ROW('r')} AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
 ), registered AS (
   -- Disjoint from \`taken\`: a live lease is never expired nor lapsed, so no row is updated twice.
   UPDATE ${t} AS r SET waiters = true
   FROM existing e
-  WHERE $13::boolean AND r.id = e.id AND r.attempt = e.attempt AND ${leaseLive('r')}
-    AND r.parameter_hash = $5::text AND r.user_id IS NOT DISTINCT FROM $4::text
+  WHERE ${p.wouldWait} AND ${CLAIMED_ROW('r')} AND r.attempt = e.attempt AND ${leaseLive('r')}
+    AND r.parameter_hash = ${p.paramsHash} AND r.user_id IS NOT DISTINCT FROM ${p.user}
   RETURNING r.id
 )
 SELECT 'inserted' AS claim, ${RUN_COLUMNS('inserted')}, false AS takeover_due, false AS waiting,
@@ -161,22 +243,29 @@ FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 /**
  * The claim of a key no row holds yet: the fresh-run insert of `claimSql` on its own, which is all a first
  * execution needs. It returns only the id, since the caller knows every other column it wrote. No row back means
- * the key is taken (or was a moment ago): the caller sends the full claim, which judges that row. Parameters as
- * `claimSql`'s $1 to $11.
+ * the key is taken (or was a moment ago): the caller sends the full claim, which judges that row. Parameters:
+ * `insertRunParams(fields)`.
  */
 export function insertRunSql(schema: string): string {
-  return `INSERT INTO ${runsTable(schema)} (tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status,
-  attempt, lease_owner, lease_expires_at, job_id, trace_id, span_id, expires_at)
-VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, 'in_progress', 1, $6::text,
-  now() + make_interval(secs => $7::float8), $11::text, $9::text, $10::text, now() + make_interval(secs => $8::float8))
+  return `INSERT INTO ${runsTable(schema)} (${FRESH_RUN_COLUMNS})
+VALUES (${FRESH_RUN_VALUES})
 ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING
 RETURNING id::text AS id`;
 }
 
 /**
+ * Every write of a running execution carries its fence: the run's key (its primary key since migration 8, which
+ * starts with the tenant, so the write routes to one shard), the attempt and the lease owner. Only the current
+ * owner of the current attempt writes. $1 tenant, $2 tool, $3 key, $4 attempt, $5 lease owner; each fenced
+ * statement's own parameters follow from $6.
+ */
+const FENCE = `tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text AND attempt = $4::integer
+  AND lease_owner = $5::text AND status = 'in_progress'`;
+
+/**
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
- * the waiters, if any registered (see the claim). $1 id, $2 attempt, $3 lease owner, $4 status, $5 final,
- * $6 result json, $7 error json, $8 ttl seconds, $9 notify channel.
+ * the waiters, if any registered (see the claim). The fence's $1 to $5, then $6 status, $7 final, $8 result json,
+ * $9 error json, $10 ttl seconds, $11 notify channel.
  *
  * The TTL counts from the claim, which already set `expires_at`: keeping it leaves every indexed column as it
  * was, so the update is HOT (migration 5). Only a handler that outlasted its TTL moves the expiry, to `ttlSeconds`
@@ -184,55 +273,56 @@ RETURNING id::text AS id`;
  */
 export function completeSql(schema: string): string {
   return `WITH done AS (
-  UPDATE ${runsTable(schema)} SET status = $4::text, final = $5::boolean, result_json = $6::json,
-    error_json = $7::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
-    expires_at = CASE WHEN expires_at > now() THEN expires_at ELSE now() + make_interval(secs => $8::float8) END
-  WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+  UPDATE ${runsTable(schema)} SET status = $6::text, final = $7::boolean, result_json = $8::json,
+    error_json = $9::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
+    expires_at = CASE WHEN expires_at > now() THEN expires_at ELSE now() + make_interval(secs => $10::float8) END
+  WHERE ${FENCE}
   RETURNING id, completed_at, expires_at, waiters
 )
 SELECT ${epochMs('completed_at')} AS completed_at_ms, ${msUntil('expires_at')} AS expires_in_ms,
-  CASE WHEN waiters THEN pg_notify($9::text, id::text) END AS notify
+  CASE WHEN waiters THEN pg_notify($11::text, id::text) END AS notify
 FROM done`;
 }
 
 /**
  * Marks a step started, fenced like the completion, and draws the run's step token at its first step (kept for
- * the run's life). Returns the token. $1 id, $2 attempt, $3 lease owner, $4 step name, $5 new token.
+ * the run's life). Returns the token. The fence's $1 to $5, then $6 step name, $7 new token.
  */
 export function startStepSql(schema: string): string {
-  return `UPDATE ${runsTable(schema)} SET step_token = coalesce(step_token, $5::text),
-  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($4::text,
-    jsonb_build_object('status', 'started', 'attempt', $2::integer, 'startedAt', now())),
+  return `UPDATE ${runsTable(schema)} SET step_token = coalesce(step_token, $7::text),
+  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($6::text,
+    jsonb_build_object('status', 'started', 'attempt', $4::integer, 'startedAt', now())),
   updated_at = now()
-WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+WHERE ${FENCE}
 RETURNING step_token`;
 }
 
 /**
  * Records how a step ended, fenced like the completion. The result is kept as JSON text inside the jsonb, so a
- * replay returns it byte for byte as the first run saw it. $1 id, $2 attempt, $3 lease owner, $4 step name,
- * $5 status ('succeeded' or 'failed'), $6 result JSON text, $7 error JSON.
+ * replay returns it byte for byte as the first run saw it. The fence's $1 to $5, then $6 step name, $7 status
+ * ('succeeded' or 'failed'), $8 result JSON text, $9 error JSON.
  */
 export function finishStepSql(schema: string): string {
   return `UPDATE ${runsTable(schema)} SET
-  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($4::text, jsonb_build_object('status', $5::text,
-    'attempt', $2::integer, 'startedAt', coalesce(steps -> $4::text -> 'startedAt', to_jsonb(now())),
-    'completedAt', now(), 'result', $6::text, 'error', $7::jsonb)),
+  steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($6::text, jsonb_build_object('status', $7::text,
+    'attempt', $4::integer, 'startedAt', coalesce(steps -> $6::text -> 'startedAt', to_jsonb(now())),
+    'completedAt', now(), 'result', $8::text, 'error', $9::jsonb)),
   updated_at = now()
-WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+WHERE ${FENCE}
 RETURNING id`;
 }
 
-/** Extends a lease, fenced like the completion. $1 id, $2 attempt, $3 owner, $4 lease seconds. */
+/** Extends a lease, fenced like the completion. The fence's $1 to $5, then $6 lease seconds. */
 export function renewLeaseSql(schema: string): string {
-  return `UPDATE ${runsTable(schema)} SET lease_expires_at = now() + make_interval(secs => $4::float8), updated_at = now()
-WHERE id = $1::bigint AND attempt = $2::integer AND lease_owner = $3::text AND status = 'in_progress'
+  return `UPDATE ${runsTable(schema)} SET lease_expires_at = now() + make_interval(secs => $6::float8), updated_at = now()
+WHERE ${FENCE}
 RETURNING lease_expires_at`;
 }
 
-/** Counts a refused reuse of a key, for the support explorer. $1 id. */
+/** Counts a refused reuse of a key, for the support explorer. $1 tenant, $2 tool, $3 key. */
 export function recordConflictSql(schema: string): string {
-  return `UPDATE ${runsTable(schema)} SET conflict_count = conflict_count + 1, last_conflict_at = now() WHERE id = $1::bigint`;
+  return `UPDATE ${runsTable(schema)} SET conflict_count = conflict_count + 1, last_conflict_at = now()
+WHERE tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text`;
 }
 
 /** A job by id, within its tenant and tool. $1 tenant, $2 tool, $3 job id. */
@@ -241,11 +331,16 @@ export function findJobSql(schema: string): string {
 WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 }
 
-/** Deletes one batch of expired rows, skipping rows another purger holds. $1 batch size. */
+/**
+ * Deletes one batch of expired rows, skipping rows another purger holds. By key, the primary key: `id` has no
+ * index since migration 8. No order: the expiry index is a BRIN (migration 8), which finds the expired ranges
+ * but cannot sort them, and a batch that must be the oldest would sort every expired row each time. $1 batch size.
+ */
 export function purgeExpiredBatchSql(schema: string): string {
   const t = runsTable(schema);
-  return `DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t} r WHERE ${expired('r')} ORDER BY expires_at LIMIT $1::integer FOR UPDATE SKIP LOCKED
+  return `DELETE FROM ${t} WHERE (tenant_id, tool_name, idempotency_key) IN (
+  SELECT tenant_id, tool_name, idempotency_key FROM ${t} r WHERE ${expired('r')} LIMIT $1::integer
+  FOR UPDATE SKIP LOCKED
 )`;
 }
 

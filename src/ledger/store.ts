@@ -6,12 +6,15 @@ import { ClaimPath } from './claim-path.js';
 import type { Driver } from './driver.js';
 import { ledgerUnavailable } from './errors.js';
 import { cacheKey, ResultCache, type ResultCacheLimits } from './result-cache.js';
-import type { ClaimRow, RunRow, RunStatus } from './run-row.js';
+import type { ClaimRow, RunKey, RunRow, RunStatus } from './run-row.js';
 import {
+  type ClaimFields,
+  claimParams,
   claimSql,
   completeSql,
   findJobSql,
   finishStepSql,
+  insertRunParams,
   insertRunSql,
   purgeExpiredBatchSql,
   recordConflictSql,
@@ -21,27 +24,10 @@ import {
 
 export type OperationTimer = (operation: LedgerOperation, seconds: number) => void;
 
-export interface ClaimRequest {
-  readonly tenant: string;
-  readonly tool: string;
-  readonly key: string;
-  readonly user: string | undefined;
-  readonly paramsHash: string;
-  readonly leaseOwner: string;
-  readonly leaseSeconds: number;
-  readonly ttlSeconds: number;
-  readonly traceId: string | undefined;
-  readonly spanId: string | undefined;
-  readonly jobId: string | undefined;
-  readonly allowLeaseTakeover: boolean;
-  /** Register as waiting when the run is in flight, so its completion notifies (only then). */
-  readonly wouldWait: boolean;
-}
+/** What a claim sends, by name (see `ClaimFields`). */
+export type ClaimRequest = ClaimFields;
 
-export interface Completion {
-  readonly id: string;
-  readonly attempt: number;
-  readonly leaseOwner: string;
+export interface Completion extends RunFence {
   readonly status: Exclude<RunStatus, 'in_progress'>;
   readonly final: boolean;
   /** Already JSON text. */
@@ -131,7 +117,7 @@ export class LedgerStore {
   async claim(request: ClaimRequest, timer?: OperationTimer): Promise<ClaimRow | undefined> {
     // Built once per claim: the cache and the map of won claims look it up again, and V8 keeps its hash.
     const keyText = this.#cache.enabled ? cacheKey(request.tenant, request.tool, request.key) : '';
-    const cached = keyText && this.#cache.replay(keyText, request.user ?? null, request.paramsHash);
+    const cached = keyText && this.#cache.replay(keyText, request.user ?? null, request.paramsHash, request);
     if (cached) return cached;
     const sentAt = performance.now();
     // One async frame for the whole claim, the driver awaited here: a frame per layer costs every call a promise.
@@ -140,7 +126,7 @@ export class LedgerStore {
       if (triedInsert) {
         let inserted: Array<{ id: string }>;
         try {
-          inserted = (await this.#driver.query<{ id: string }>(this.#sql.insert, freshRunParams(request)))
+          inserted = (await this.#driver.query<{ id: string }>(this.#sql.insert, insertRunParams(request)))
             .rows;
         } catch (error) {
           throw ledgerUnavailable(error, 'claim the idempotency key');
@@ -151,11 +137,13 @@ export class LedgerStore {
       const rows = await this.#run<Record<string, unknown>>(
         this.#driver,
         this.#sql.claim,
-        [...freshRunParams(request), request.allowLeaseTakeover, request.wouldWait],
+        claimParams(request),
         'claim the idempotency key',
         undefined,
         undefined,
       );
+      // The key travels with the row for the writes that follow; the request is that key already, not a copy.
+      if (rows[0]) rows[0].runKey = request;
       const row = rows[0] ? asRow<ClaimRow>(rows[0]) : undefined;
       if (!triedInsert && row) this.#path.found(row.claim !== 'inserted');
       if (row?.claim === 'existing') {
@@ -194,7 +182,9 @@ export class LedgerStore {
         completed_at_ms: number;
         expires_in_ms: number;
       }>(this.#sql.complete, [
-        completion.id,
+        completion.runKey.tenant,
+        completion.runKey.tool,
+        completion.runKey.key,
         completion.attempt,
         completion.leaseOwner,
         completion.status,
@@ -229,11 +219,11 @@ export class LedgerStore {
    * True while the lease is still ours. Runs on the driver's reserved connection, so a pool full of the very work
    * this lease protects cannot make it lapse.
    */
-  async renewLease(id: string, attempt: number, owner: string, leaseSeconds: number): Promise<boolean> {
+  async renewLease(fence: RunFence, leaseSeconds: number): Promise<boolean> {
     const rows = await this.#run(
       this.#driver.reserved,
       this.#sql.renew,
-      [id, attempt, owner, leaseSeconds],
+      [...fenceParams(fence), leaseSeconds],
       'renew the lease',
       undefined,
       undefined,
@@ -249,7 +239,7 @@ export class LedgerStore {
     const rows = await this.#run<{ step_token: string }>(
       this.#driver,
       this.#sql.startStep,
-      [fence.id, fence.attempt, fence.leaseOwner, name, newToken],
+      [...fenceParams(fence), name, newToken],
       'record that a step started',
       undefined,
       undefined,
@@ -268,15 +258,7 @@ export class LedgerStore {
     const rows = await this.#run(
       this.#driver,
       this.#sql.finishStep,
-      [
-        fence.id,
-        fence.attempt,
-        fence.leaseOwner,
-        name,
-        status,
-        resultJson,
-        error === null ? null : JSON.stringify(error),
-      ],
+      [...fenceParams(fence), name, status, resultJson, error === null ? null : JSON.stringify(error)],
       'record a step result',
       undefined,
       undefined,
@@ -284,8 +266,15 @@ export class LedgerStore {
     return rows.length > 0;
   }
 
-  async recordConflict(id: string): Promise<void> {
-    await this.#run(this.#driver, this.#sql.conflict, [id], 'record the conflict', undefined, undefined);
+  async recordConflict(runKey: RunKey): Promise<void> {
+    await this.#run(
+      this.#driver,
+      this.#sql.conflict,
+      [runKey.tenant, runKey.tool, runKey.key],
+      'record the conflict',
+      undefined,
+      undefined,
+    );
   }
 
   async findJob(
@@ -322,32 +311,23 @@ export class LedgerStore {
 
 /** Which attempt of which run, under whose lease: the fence every write of a running execution carries. */
 export interface RunFence {
+  /** The run's id: this process's handle on it (waits, held saves); the database finds the row by `runKey`. */
   readonly id: string;
+  readonly runKey: RunKey;
   readonly attempt: number;
   readonly leaseOwner: string;
 }
 
-/** $1 to $11 of both the bare insert and the full claim: the fresh run's columns. */
-function freshRunParams(request: ClaimRequest): unknown[] {
-  return [
-    request.tenant,
-    request.tool,
-    request.key,
-    request.user ?? null,
-    request.paramsHash,
-    request.leaseOwner,
-    request.leaseSeconds,
-    request.ttlSeconds,
-    request.traceId ?? null,
-    request.spanId ?? null,
-    request.jobId ?? null,
-  ];
+/** The fence's $1 to $5 of every fenced statement (see `FENCE` in sql.ts). */
+function fenceParams(fence: RunFence): unknown[] {
+  return [fence.runKey.tenant, fence.runKey.tool, fence.runKey.key, fence.attempt, fence.leaseOwner];
 }
 
 /** The row the insert wrote, as the full claim would have returned it: the caller sent every column but the id. */
 function freshRun(id: string, request: ClaimRequest): ClaimRow {
   return {
     claim: 'inserted',
+    runKey: request,
     id,
     user_id: request.user ?? null,
     parameter_hash: request.paramsHash,

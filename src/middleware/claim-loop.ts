@@ -68,7 +68,7 @@ const answer = (
 /** The handlers both kinds share. */
 function sharedHandlers({ name, runtime }: ClaimSettings) {
   const conflict: Handler<'conflict'> = async ({ row, reason }) => {
-    await runtime.store.recordConflict(row.id).catch(() => {});
+    await runtime.store.recordConflict(row.runKey).catch(() => {});
     return {
       outcome: 'conflict',
       conflictReason: reason,
@@ -84,7 +84,10 @@ function sharedHandlers({ name, runtime }: ClaimSettings) {
   const raced: Handler<'raced'> = () => 'race';
   // The lease was set when the lost claim ran and may be about to lapse: renew it before acting on it.
   const reclaim = async (row: ClaimRow, call: ClaimCall) =>
-    runtime.store.renewLease(row.id, row.attempt, row.lease_owner!, call.request.leaseSeconds);
+    runtime.store.renewLease(
+      { id: row.id, runKey: row.runKey, attempt: row.attempt, leaseOwner: row.lease_owner! },
+      call.request.leaseSeconds,
+    );
   return { conflict, raced, reclaim };
 }
 

@@ -145,6 +145,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     error: StoredError | null,
   ): Completion => ({
     id: row.id,
+    runKey: row.runKey,
     attempt: row.attempt,
     leaseOwner: row.lease_owner!,
     status,
@@ -329,18 +330,15 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       return finish(row, { kind: 'recovered', text: held.resultJson }, callKey, scope, facts);
     }
 
-    const lease = runtime.leases.hold(
-      store,
-      { id: row.id, attempt: row.attempt, owner: row.lease_owner! },
-      leaseSeconds,
-    );
+    const fence = { id: row.id, runKey: row.runKey, attempt: row.attempt, leaseOwner: row.lease_owner! };
+    const lease = runtime.leases.hold(store, fence, leaseSeconds);
     // Made on a handler's first step only: most handlers record none, and a first execution should not pay for it.
     let steps: StepRunner | undefined;
     const step: HandlerContext['step'] = (stepName, fn, options) => {
       steps ??= new StepRunner({
         store,
         held: runtime.heldSteps,
-        fence: { id: row.id, attempt: row.attempt, leaseOwner: row.lease_owner! },
+        fence,
         tool: name,
         tenant,
         key,

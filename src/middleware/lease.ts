@@ -1,16 +1,10 @@
 import { ToolLedgerError } from '../contract/errors.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { LedgerStore, RunFence } from '../ledger/store.js';
 
 export interface HeldLease {
   readonly signal: AbortSignal;
   renew(): Promise<void>;
   release(): void;
-}
-
-interface Run {
-  readonly id: string;
-  readonly attempt: number;
-  readonly owner: string;
 }
 
 /** The shortest tick, so very short leases (tests) still renew in time without a busy timer. */
@@ -31,7 +25,7 @@ class Lease implements HeldLease {
   constructor(
     readonly keeper: LeaseKeeper,
     readonly store: LedgerStore,
-    readonly run: Run,
+    readonly run: RunFence,
     readonly leaseSeconds: number,
   ) {}
 
@@ -56,8 +50,7 @@ class Lease implements HeldLease {
   readonly renew = async (): Promise<void> => {
     if (this.#abortedWith !== undefined) return;
     const sent = performance.now();
-    const { id, attempt, owner } = this.run;
-    const held = await this.store.renewLease(id, attempt, owner, this.leaseSeconds);
+    const held = await this.store.renewLease(this.run, this.leaseSeconds);
     if (!held) {
       this.abort(
         new ToolLedgerError(
@@ -107,7 +100,7 @@ export class LeaseKeeper {
   #timer: NodeJS.Timeout | undefined;
   #tickMs = Number.POSITIVE_INFINITY;
 
-  hold(store: LedgerStore, run: Run, leaseSeconds: number): HeldLease {
+  hold(store: LedgerStore, run: RunFence, leaseSeconds: number): HeldLease {
     const lease = new Lease(this, store, run, leaseSeconds);
     this.#held.add(lease);
     // A sixth of the shortest lease: a renewal is due a third of a lease after the last, and goes out within a tick.

@@ -20,11 +20,13 @@ const request = (key: string, overrides: Partial<ClaimRequest> = {}): ClaimReque
   ...overrides,
 });
 
-/** Everything but what differs between two claims by design (id, token) or by the clock. */
+/** Everything but what differs between two claims by design (id, token, key) or by the clock. */
 function comparable(row: ClaimRow) {
-  const { id, lease_owner, lease_remaining_ms, expires_in_ms, ...rest } = row;
+  const { id, lease_owner, lease_remaining_ms, expires_in_ms, runKey, ...rest } = row;
   return {
     ...rest,
+    tenant: runKey.tenant,
+    tool: runKey.tool,
     hasId: /^\d+$/.test(id),
     leaseSeconds: Math.round((lease_remaining_ms ?? 0) / 1000),
     ttlSeconds: Math.round(expires_in_ms / 1000),
@@ -52,6 +54,8 @@ describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
     expect(store.insertsFirst).toBe(true);
 
     expect(viaInsert && comparable(viaInsert)).toEqual(viaClaim && comparable(viaClaim));
+    // Each row carries the key it was claimed under, for the fenced writes that follow.
+    expect([viaInsert?.runKey.key, viaClaim?.runKey.key]).toEqual(['fresh-1', 'fresh-2']);
     expect(viaInsert).toMatchObject({
       claim: 'inserted',
       attempt: 1,
@@ -69,6 +73,7 @@ describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
     // A retryable failure: the next claim with the same user and parameters takes it over (attempt 2).
     await store.complete({
       id: first!.id,
+      runKey: first!.runKey,
       attempt: 1,
       leaseOwner: first!.lease_owner!,
       status: 'failed',
@@ -95,6 +100,7 @@ describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
       const claimed = await writer.claim(request(`timed-${i}`));
       const completedAt = await writer.complete({
         id: claimed!.id,
+        runKey: claimed!.runKey,
         attempt: 1,
         leaseOwner: claimed!.lease_owner!,
         status: 'succeeded',

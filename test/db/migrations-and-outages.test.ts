@@ -112,6 +112,143 @@ describe('a schema of an earlier version', () => {
   });
 });
 
+describe('a schema of version 7', () => {
+  /** A schema at version 7 with rows in every table, migrated by a ledger's start or by the printed script. */
+  async function schemaAtVersion7(): Promise<string> {
+    const schema = fresh();
+    await admin.query(`CREATE SCHEMA "${schema}"`);
+    await admin.query(
+      `CREATE TABLE "${schema}".tool_ledger_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 7)) {
+      for (const statement of migration.up(schema).split(/;\n/)) await admin.query(statement);
+      await admin.query(`INSERT INTO "${schema}".tool_ledger_migrations VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    const hash = (amount: number) => parameterHash({ amount });
+    await admin.query(
+      `INSERT INTO "${schema}".tool_runs (tenant_id, tool_name, idempotency_key, parameter_hash, status, lease_owner,
+         lease_expires_at, result_json, completed_at, expires_at, steps, step_token)
+       VALUES ('t1', 'x', 'done', $1, 'succeeded', NULL, NULL, '"old result"', now(), now() + interval '1 day', NULL, NULL),
+              ('t1', 'x', 'stalled', $2, 'in_progress', 'gone:1', now() - interval '1 second', NULL, NULL,
+               now() + interval '1 day', '{"charge": {"status": "succeeded", "attempt": 1, "result": "\\"ch_1\\""}}', 'tok'),
+              ('t2', 'x', 'done', $1, 'succeeded', NULL, NULL, '"other tenant"', now(), now() + interval '1 day', NULL, NULL),
+              ('t1', 'x', 'expired', $1, 'succeeded', NULL, NULL, '"old"', now(), now() - interval '1 second', NULL, NULL)`,
+      [hash(1), hash(2)],
+    );
+    for (const audit of ['tool_runs_forgotten', 'tool_runs_resolved']) {
+      const extra =
+        audit === 'tool_runs_forgotten'
+          ? ['forgotten_by', "'ops'"]
+          : ['resolution, resolved_by', "'rerun', 'ops'"];
+      await admin.query(
+        `INSERT INTO "${schema}".${audit} (run_id, tenant_id, tool_name, key_attribute, key_value, ${extra[0]})
+         VALUES (1, 't1', 'x', 'tool_ledger.idempotency.key', 'gone', ${extra[1]})`,
+      );
+    }
+    return schema;
+  }
+
+  async function checkMigrated(schema: string) {
+    // Migrates a schema the script left at version 7; finds the script's work done otherwise.
+    const ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    const keys = await admin.query(
+      `SELECT c.conrelid::regclass::text AS tab, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+       JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = $1 AND c.contype IN ('p', 'u')
+         AND c.conrelid::regclass::text NOT LIKE '%tool_ledger_%' ORDER BY 1`,
+      [schema],
+    );
+    // Every unique constraint of every table that holds a tenant's rows starts with the tenant (Citus).
+    expect(
+      keys.rows.map((r) => [r.tab.replace(`"${schema}".`, '').replace(`${schema}.`, ''), r.def]),
+    ).toEqual([
+      ['tool_runs', 'PRIMARY KEY (tenant_id, tool_name, idempotency_key)'],
+      ['tool_runs_forgotten', 'PRIMARY KEY (tenant_id, id)'],
+      ['tool_runs_resolved', 'PRIMARY KEY (tenant_id, id)'],
+    ]);
+    const { rows: indexes } = await admin.query(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'tool_runs' ORDER BY 1`,
+      [schema],
+    );
+    expect(indexes.map((r) => r.indexname)).toEqual([
+      'tool_runs_expires_idx',
+      'tool_runs_job_idx',
+      'tool_runs_pkey',
+    ]);
+    expect(indexes[0].indexdef).toMatch(/USING brin \(expires_at\)/);
+    const { rows: audits } = await admin.query(
+      `SELECT (SELECT count(*)::int FROM "${schema}".tool_runs_forgotten) AS forgotten,
+              (SELECT count(*)::int FROM "${schema}".tool_runs_resolved) AS resolved`,
+    );
+    expect(audits).toEqual([{ forgotten: 1, resolved: 1 }]);
+
+    let runs = 0;
+    let stepRuns = 0;
+    const tool = ledger.tool({
+      name: 'x',
+      kind: 'mutation',
+      handler: async (_input, ctx) => {
+        // The step the stalled run recorded before the migration replays under the new key.
+        const charge = await ctx.step('charge', () => ++stepRuns);
+        return `new ${++runs} ${charge}`;
+      },
+    });
+    expect(await tool.invoke({ amount: 1 }, { key: 'done', tenant: 't1' })).toMatchObject({
+      outcome: 'replayed',
+      value: 'old result',
+    });
+    expect(await tool.invoke({ amount: 1 }, { key: 'done', tenant: 't2' })).toMatchObject({
+      outcome: 'replayed',
+      value: 'other tenant',
+    });
+    expect(await tool.invoke({ amount: 2 }, { key: 'stalled', tenant: 't1' })).toMatchObject({
+      outcome: 'executed',
+      attempt: 2,
+      value: 'new 1 ch_1',
+    });
+    expect(stepRuns).toBe(0);
+    expect(await tool.invoke({ amount: 2 }, { key: 'stalled', tenant: 't1' })).toMatchObject({
+      outcome: 'replayed',
+      value: 'new 1 ch_1',
+    });
+    expect(await tool.invoke({ amount: 3 }, { key: 'fresh', tenant: 't1' })).toMatchObject({
+      outcome: 'executed',
+      attempt: 1,
+    });
+    // The purge goes by the key now that `id` has no index.
+    expect(await ledger.purgeExpired()).toBe(1);
+    const { rows } = await admin.query(
+      `SELECT tenant_id, idempotency_key, status FROM "${schema}".tool_runs ORDER BY 1, 2`,
+    );
+    expect(rows).toEqual([
+      { tenant_id: 't1', idempotency_key: 'done', status: 'succeeded' },
+      { tenant_id: 't1', idempotency_key: 'fresh', status: 'succeeded' },
+      { tenant_id: 't1', idempotency_key: 'stalled', status: 'succeeded' },
+      { tenant_id: 't2', idempotency_key: 'done', status: 'succeeded' },
+    ]);
+    await ledger.close();
+  }
+
+  it("migrates to the tenant-first key at a ledger's start, keeping every row, step and audit record", async () => {
+    await checkMigrated(await schemaAtVersion7());
+  });
+
+  it('migrates to the tenant-first key by the printed script a DBA applies', async () => {
+    const schema = await schemaAtVersion7();
+    const script = migrationSql(schema);
+    expect(script).toContain('-- 8: tool_runs_tenant_key');
+    await admin.query(script);
+    await admin.query(script);
+    const { rows } = await admin.query(
+      `SELECT max(version)::int AS v FROM "${schema}".tool_ledger_migrations`,
+    );
+    expect(rows).toEqual([{ v: 8 }]);
+    await checkMigrated(schema);
+  });
+});
+
 describe('an unreachable database', () => {
   it('fails createLedger with LEDGER_UNAVAILABLE, retryable, within the connect timeout', async () => {
     const error = await createLedger({

@@ -48,6 +48,7 @@ describe.each(rawDrivers)('wake-up registration on %s', (_name, open) => {
       const complete = () =>
         store.complete({
           id: owner!.id,
+          runKey: owner!.runKey,
           attempt: owner!.attempt,
           leaseOwner: owner!.lease_owner!,
           status: 'succeeded',
@@ -107,6 +108,7 @@ describe.each(rawDrivers)('wake-up registration on %s', (_name, open) => {
     const since = notifier.mark();
     await store.complete({
       id: owner!.id,
+      runKey: owner!.runKey,
       attempt: owner!.attempt,
       leaseOwner: owner!.lease_owner!,
       status: 'succeeded',

@@ -30,20 +30,23 @@ function row(overrides: Partial<RunRow> = {}): RunRow {
 /** The cache key of key `k` (or another) of tool `t` in the default tenant. */
 const k = (key = 'k') => cacheKey('default', 't', key);
 
+/** The key replays name; the cache only hands it back on the row. */
+const RUN_KEY = { tenant: 'default', tool: 't', key: 'k' };
+
 const limits = { maxEntries: 100, maxBytes: 1_000_000 };
 
 describe('replay cache', () => {
   it('replays a completed row for the same user and parameters, as a fresh copy each time', () => {
     const cache = new ResultCache(limits);
     cache.remember(k(), row(), performance.now());
-    const first = cache.replay(cacheKey('default', 't', 'k'), null, 'h');
+    const first = cache.replay(cacheKey('default', 't', 'k'), null, 'h', RUN_KEY);
     expect(first).toMatchObject({
       claim: 'existing',
       status: 'succeeded',
       result_json: { ok: true, lines: [1, 2] },
     });
     (first!.result_json as { lines: number[] }).lines.push(3);
-    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h')?.result_json).toEqual({
+    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h', RUN_KEY)?.result_json).toEqual({
       ok: true,
       lines: [1, 2],
     });
@@ -52,12 +55,12 @@ describe('replay cache', () => {
   it('leaves other parameters, another user, another tenant or tool to the database', () => {
     const cache = new ResultCache(limits);
     cache.remember(k(), row({ user_id: 'u1' }), performance.now());
-    expect(cache.replay(cacheKey('default', 't', 'k'), 'u1', 'other')).toBeUndefined();
-    expect(cache.replay(cacheKey('default', 't', 'k'), 'u2', 'h')).toBeUndefined();
-    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h')).toBeUndefined();
-    expect(cache.replay(cacheKey('acme', 't', 'k'), 'u1', 'h')).toBeUndefined();
-    expect(cache.replay(cacheKey('default', 'u', 'k'), 'u1', 'h')).toBeUndefined();
-    expect(cache.replay(cacheKey('default', 't', 'k'), 'u1', 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), 'u1', 'other', RUN_KEY)).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), 'u2', 'h', RUN_KEY)).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h', RUN_KEY)).toBeUndefined();
+    expect(cache.replay(cacheKey('acme', 't', 'k'), 'u1', 'h', RUN_KEY)).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 'u', 'k'), 'u1', 'h', RUN_KEY)).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), 'u1', 'h', RUN_KEY)).toBeDefined();
   });
 
   it('keeps only completed rows that have not expired by the database clock', async () => {
@@ -69,10 +72,10 @@ describe('replay cache', () => {
     cache.remember(k('soon'), row({ expires_in_ms: 20 }), performance.now());
     cache.remember(k('final'), row({ status: 'failed', final: true }), performance.now());
     expect(cache.size).toBe(2);
-    expect(cache.replay(cacheKey('default', 't', 'final'), null, 'h')?.status).toBe('failed');
-    expect(cache.replay(cacheKey('default', 't', 'soon'), null, 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'final'), null, 'h', RUN_KEY)?.status).toBe('failed');
+    expect(cache.replay(cacheKey('default', 't', 'soon'), null, 'h', RUN_KEY)).toBeDefined();
     await sleep(40);
-    expect(cache.replay(cacheKey('default', 't', 'soon'), null, 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'soon'), null, 'h', RUN_KEY)).toBeUndefined();
     expect(cache.size).toBe(1);
   });
 
@@ -80,7 +83,7 @@ describe('replay cache', () => {
     const cache = new ResultCache(limits);
     const sentAt = performance.now() - 61_000;
     cache.remember(k(), row(), sentAt);
-    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h')).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'k'), null, 'h', RUN_KEY)).toBeUndefined();
   });
 
   it('is bounded by entries and by bytes, dropping the least recently used', () => {
@@ -96,7 +99,7 @@ describe('replay cache', () => {
       });
     for (const key of ['a', 'b', 'c']) completed(key);
     // A completion written here replays with what it wrote, not the in-flight row it was claimed as.
-    expect(cache.replay(cacheKey('default', 't', 'c'), null, 'h')).toMatchObject({
+    expect(cache.replay(cacheKey('default', 't', 'c'), null, 'h', RUN_KEY)).toMatchObject({
       status: 'succeeded',
       lease_owner: null,
       lease_remaining_ms: null,
@@ -104,25 +107,25 @@ describe('replay cache', () => {
       result_json: 1,
       completed_at: dbNow,
     });
-    cache.replay(cacheKey('default', 't', 'a'), null, 'h');
+    cache.replay(cacheKey('default', 't', 'a'), null, 'h', RUN_KEY);
     completed('d');
     expect(cache.size).toBe(3);
-    expect(cache.replay(cacheKey('default', 't', 'b'), null, 'h')).toBeUndefined();
-    expect(cache.replay(cacheKey('default', 't', 'a'), null, 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'b'), null, 'h', RUN_KEY)).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'a'), null, 'h', RUN_KEY)).toBeDefined();
     // A row only read takes free room only: replaying more keys than fit, in order, keeps the cache useful.
     cache.remember(k('read'), row(), performance.now());
-    expect(cache.replay(cacheKey('default', 't', 'read'), null, 'h')).toBeUndefined();
-    expect(cache.replay(cacheKey('default', 't', 'c'), null, 'h')).toBeDefined();
+    expect(cache.replay(cacheKey('default', 't', 'read'), null, 'h', RUN_KEY)).toBeUndefined();
+    expect(cache.replay(cacheKey('default', 't', 'c'), null, 'h', RUN_KEY)).toBeDefined();
 
     const small = new ResultCache({ maxEntries: 1000, maxBytes: 10_000 });
     const big = { text: 'x'.repeat(2000) };
     for (let i = 0; i < 20; i++) small.remember(k(`k${i}`), row({ result_json: big }), performance.now());
     expect(small.bytes).toBeLessThanOrEqual(10_000);
     expect(small.size).toBeGreaterThan(0);
-    expect(small.replay(cacheKey('default', 't', 'k19'), null, 'h')).toBeDefined();
+    expect(small.replay(cacheKey('default', 't', 'k19'), null, 'h', RUN_KEY)).toBeDefined();
     // A result larger than the whole bound is never cached.
     small.remember(k('huge'), row({ result_json: 'y'.repeat(20_000) }), performance.now());
-    expect(small.replay(cacheKey('default', 't', 'huge'), null, 'h')).toBeUndefined();
+    expect(small.replay(cacheKey('default', 't', 'huge'), null, 'h', RUN_KEY)).toBeUndefined();
   });
 
   it('caches nothing when turned off', () => {

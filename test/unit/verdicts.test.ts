@@ -7,6 +7,7 @@ const now = new Date('2026-01-01T00:00:00Z');
 function row(overrides: Partial<ClaimRow> = {}): ClaimRow {
   return {
     claim: 'existing',
+    runKey: { tenant: 'default', tool: 't', key: 'k' },
     takeover_due: false,
     waiting: false,
     steps: null,
