@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { type Ledger, ToolLedgerError } from '../../src/index.js';
 import { listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
-import { postgresBackend, uniqueSchema } from '../support/db.js';
+import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
 
 /**
  * The partitioned layout (`layout: 'partitioned'`) on the shared Postgres: a key stays in one row across partitions,
@@ -34,6 +35,12 @@ async function makePastPartitions(schema: string, hours: number) {
     `SELECT count(*) FROM "${schema}".tool_ledger_ensure_partitions(now() - make_interval(hours => $1), now())`,
     [hours],
   );
+}
+
+async function connectOne(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: databaseUrl() });
+  await client.connect();
+  return client;
 }
 
 async function rejection(promise: Promise<unknown>): Promise<ToolLedgerError> {
@@ -132,6 +139,45 @@ describe('partitioned layout', () => {
     }
     expect(outcomes.filter((o) => o.outcome === 'executed')).toHaveLength(keys.length);
     expect(outcomes.filter((o) => o.outcome === 'replayed')).toHaveLength(keys.length * 7);
+  });
+
+  it('retries a takeover whose row a concurrent update moved to another partition (40001) and runs it once', async () => {
+    const ledger = await backend.open(partitioned);
+    await makePastPartitions(ledger.schema, 4);
+    let runs = 0;
+    const tool = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => ++runs });
+    await tool.call({}, { key: 'moved' });
+    const t = `"${ledger.schema}".tool_runs`;
+    await backend.sql(
+      `UPDATE ${t} SET expires_at = now() - interval '3 hours' WHERE idempotency_key = 'moved'`,
+    );
+    // Another session moves the expired row to another past partition and holds its lock; the takeover claim reads
+    // the old version, waits on the lock, and finds the row gone from its partition when the mover commits.
+    const mover = await connectOne();
+    try {
+      await mover.query('BEGIN');
+      await mover.query(
+        `UPDATE ${t} SET expires_at = now() - interval '2 hours' WHERE idempotency_key = 'moved'`,
+      );
+      const claim = tool.invoke({}, { key: 'moved' });
+      await expect
+        .poll(
+          async () =>
+            (
+              await backend.sql<{ n: number }>(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%tool_ledger_claim%'`,
+              )
+            )[0]?.n,
+          { timeout: 10_000 },
+        )
+        .toBe(1);
+      await mover.query('COMMIT');
+      expect(await claim).toMatchObject({ outcome: 'executed', attempt: 1, value: 2 });
+    } finally {
+      await mover.end();
+    }
+    expect(runs).toBe(2);
+    expect(await rowsOf(ledger, 'moved')).toHaveLength(1);
   });
 
   it('makes a missing partition in the claim when maintenance fell behind', async () => {
