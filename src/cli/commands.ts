@@ -117,7 +117,7 @@ export async function migrateCommand(
   let applied: Array<number | string>;
   try {
     const stored = await readStoredLayout(driver, connection.schema);
-    if (stored.layout === 'partitioned' && opts.layout?.layout === 'table') {
+    if (stored?.layout === 'partitioned' && opts.layout?.layout === 'table') {
       throw new CliError(
         `Schema "${connection.schema}" holds the partitioned layout; it does not convert back. Run migrate without --layout (or with --layout partitioned).`,
         EXIT.USAGE,
@@ -125,7 +125,7 @@ export async function migrateCommand(
     }
     const wanted =
       opts.layout ??
-      (stored.layout === 'partitioned'
+      (stored?.layout === 'partitioned'
         ? { layout: 'partitioned' as const, widthSeconds: stored.widthSeconds ?? 86_400 }
         : undefined);
     applied = wanted
@@ -628,7 +628,7 @@ export async function maintainCommand(
   const { schema } = opts.connection;
   const rows = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, schema);
-    if ((await readStoredLayout(queryable(db), schema)).layout !== 'partitioned') {
+    if ((await readStoredLayout(queryable(db), schema))?.layout !== 'partitioned') {
       throw new CliError(
         `Schema "${schema}" holds the table layout: purge it with \`tool-ledger purge --expired\`, or convert it with \`tool-ledger migrate --layout partitioned\`.`,
         EXIT.USAGE,

@@ -63,7 +63,11 @@ export interface StoredLayout {
   readonly widthSeconds: number | undefined;
 }
 
-export async function readStoredLayout(db: Queryable, schema: string): Promise<StoredLayout> {
+/**
+ * The schema's layout, or undefined when this database user may not read the settings table (a role granted only
+ * the ledger table): then nothing is checked, as before the layout existed.
+ */
+export async function readStoredLayout(db: Queryable, schema: string): Promise<StoredLayout | undefined> {
   try {
     const read = async (name: string) =>
       (await db.query<{ value: string }>(readSettingSql(schema), [name])).rows[0]?.value;
@@ -72,9 +76,9 @@ export async function readStoredLayout(db: Queryable, schema: string): Promise<S
     const width = Number(await read(PARTITION_WIDTH_SETTING));
     return { layout: 'partitioned', widthSeconds: Number.isFinite(width) ? width : undefined };
   } catch (error) {
-    if (classifyDriverError(error).condition === 'undefined_table') {
-      return { layout: 'table', widthSeconds: undefined };
-    }
+    const condition = classifyDriverError(error).condition;
+    if (condition === 'undefined_table') return { layout: 'table', widthSeconds: undefined };
+    if (condition === 'insufficient_privilege') return undefined;
     throw ledgerUnavailable(error, `read the layout of schema "${schema}"`);
   }
 }
@@ -84,11 +88,12 @@ export async function readStoredLayout(db: Queryable, schema: string): Promise<S
  * partitioned table (no unique key index), and the partitioned claim needs the functions the migration makes.
  */
 export function checkLayout(
-  stored: StoredLayout,
+  stored: StoredLayout | undefined,
   wanted: { readonly layout: Layout; readonly widthSeconds: number },
   schema: string,
   migrate: boolean,
 ): void {
+  if (stored === undefined) return;
   if (stored.layout === 'partitioned' && wanted.layout === 'table') {
     throw new ToolLedgerError(
       'CONFIG_INVALID',
@@ -125,7 +130,7 @@ export async function applyLayoutMigrations(
 ): Promise<string[]> {
   const stored = await readStoredLayout(driver, schema);
   const applied: string[] = [];
-  if (stored.layout === 'table') {
+  if (stored?.layout !== 'partitioned') {
     for (const version of await applyMigrations(driver, schema)) applied.push(String(version));
   }
   if (wanted.layout === 'table') return applied;

@@ -71,6 +71,9 @@ describe('partitioned layout', () => {
     );
     expect(otherWidth.message).toMatch(/partitionWidthSeconds: 3600/);
 
+    const typo = await rejection(backend.open({ layout: 'partitions' as never }));
+    expect(typo.message).toMatch(/layout must be 'table' or 'partitioned'/);
+
     const table = await backend.open({});
     const unconverted = await rejection(
       backend.open({ schema: table.schema, ...partitioned, migrate: false }),
