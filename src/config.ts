@@ -62,6 +62,20 @@ export interface LedgerOptions {
    */
   readonly migrate?: boolean;
   /**
+   * How `tool_runs` is laid out. `'partitioned'` range-partitions it by expiry, so `purgeExpired()` drops whole
+   * expired partitions instead of deleting rows (docs/operations.md, "Partitioned layout"). The layout is recorded
+   * in the schema; opening it with the other one fails with `CONFIG_INVALID`. With `migrate`, opening a table-layout
+   * schema as `'partitioned'` converts it (its rows stay, as one legacy partition).
+   * @default 'table'
+   */
+  readonly layout?: 'table' | 'partitioned';
+  /**
+   * The partitioned layout's partition width, fixed when the layout is made: one partition per this many seconds
+   * of expiry time. A claim looks in every partition, so keep their number small: a few per `ttlSeconds`.
+   * @default 86400
+   */
+  readonly partitionWidthSeconds?: number;
+  /**
    * Pool size when tool-ledger opens its own `pg.Pool`. Connections open only as concurrent calls need them, so
    * the default covers 20 concurrent calls without queueing; each call holds a connection for one statement at a time.
    * @default 20
@@ -135,6 +149,8 @@ export interface ResolvedConfig {
   readonly leaseSeconds: number;
   readonly waitSeconds: number;
   readonly migrate: boolean;
+  readonly layout: 'table' | 'partitioned';
+  readonly partitionWidthSeconds: number;
   readonly poolSize: number;
   readonly connectTimeoutSeconds: number;
   readonly statementTimeoutSeconds: number;
@@ -152,6 +168,8 @@ export const DEFAULTS = Object.freeze({
   ttlSeconds: 86_400,
   leaseSeconds: 30,
   waitSeconds: 10,
+  layout: 'table',
+  partitionWidthSeconds: 86_400,
   poolSize: 20,
   connectTimeoutSeconds: 5,
   statementTimeoutSeconds: 5,
@@ -215,6 +233,8 @@ const LEDGER_OPTION_NAMES = {
   leaseSeconds: true,
   waitSeconds: true,
   migrate: true,
+  layout: true,
+  partitionWidthSeconds: true,
   poolSize: true,
   connectTimeoutSeconds: true,
   statementTimeoutSeconds: true,
@@ -280,6 +300,12 @@ function keywordUrl(value: string, source: string): string {
   } catch (error) {
     throw error instanceof ToolLedgerError ? invalid(`${source}: ${error.message}`) : error;
   }
+}
+
+function checkLayoutOption(value: unknown): 'table' | 'partitioned' {
+  if (value === undefined) return DEFAULTS.layout;
+  if (value === 'table' || value === 'partitioned') return value;
+  throw invalid(`layout must be 'table' or 'partitioned', got ${JSON.stringify(value)}.`);
 }
 
 let warnedInMemory = false;
@@ -407,6 +433,14 @@ export function resolveConfig(
     leaseSeconds,
     waitSeconds: checkSeconds('waitSeconds', options.waitSeconds, DEFAULTS.waitSeconds, 0),
     migrate: options.migrate ?? true,
+    layout: checkLayoutOption(options.layout),
+    partitionWidthSeconds: checkSeconds(
+      'partitionWidthSeconds',
+      options.partitionWidthSeconds,
+      DEFAULTS.partitionWidthSeconds,
+      1,
+      MAX_TTL_SECONDS,
+    ),
     poolSize,
     connectTimeoutSeconds: checkSeconds(
       'connectTimeoutSeconds',

@@ -1,6 +1,8 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import {
+  checkSeconds,
   type LedgerOptions,
+  MAX_TTL_SECONDS,
   publicConfig,
   type ResolvedConfig,
   resolveBatchSize,
@@ -26,6 +28,13 @@ import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { migrationScript } from './ledger/migrations.js';
 import { CompletionNotifier } from './ledger/notifier.js';
+import {
+  applyLayoutMigrations,
+  checkLayout,
+  partitionedMigrationScript,
+  readStoredLayout,
+} from './ledger/partitioned.js';
+import { ensureAheadSql } from './ledger/partitioned-sql.js';
 import { warnAboutAsyncStandbys } from './ledger/replication.js';
 import { loadDeploymentSecret } from './ledger/settings.js';
 import { LedgerStore } from './ledger/store.js';
@@ -49,6 +58,12 @@ export interface PurgeOptions {
   readonly maxRowsPerSecond?: number;
   /** Called after each batch with the running total. */
   readonly onProgress?: (deletedSoFar: number) => void;
+  /**
+   * Partitioned layout only: how long after a partition's range ended it is kept before it is dropped (rows
+   * past their TTL still there for support to read). The table layout deletes rows as soon as they expire.
+   * @default 0
+   */
+  readonly graceSeconds?: number;
 }
 
 export interface CloseOptions {
@@ -192,10 +207,22 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
   const { driver, afterMigrations } = await openDriver(config);
   let deployment: DeploymentSecret | undefined;
   try {
+    const wanted = { layout: config.layout, widthSeconds: config.partitionWidthSeconds };
+    // Before any migration: the table layout's would fail on a partitioned table with a less helpful error.
+    checkLayout(await readStoredLayout(driver, config.schema), wanted, config.schema, config.migrate);
     if (config.migrate) {
-      await applyMigrations(driver, config.schema);
+      if (config.layout === 'table') await applyMigrations(driver, config.schema);
+      else await applyLayoutMigrations(driver, config.schema, wanted);
       // Before the key-hash secret is made: the saved start must not carry one.
       await afterMigrations?.();
+    }
+    if (config.layout === 'partitioned') {
+      // The partitions this process's claims will need, so none makes one (an exclusive lock) on the hot path.
+      await driver
+        .query(ensureAheadSql(config.schema), [config.ttlSeconds + 2 * config.partitionWidthSeconds])
+        .catch((error: unknown) => {
+          throw ledgerUnavailable(error, `make the partitions of schema "${config.schema}"`);
+        });
     }
     // One statement at start: a failover to an asynchronous standby can run keys twice, so say so once.
     if (driver.kind === 'pg') await warnAboutAsyncStandbys(driver);
@@ -209,10 +236,12 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     await driver.close().catch(() => {});
     throw startupFailure(error, config);
   }
-  const store = new LedgerStore(driver, config.schema, {
-    maxEntries: config.replayCacheEntries,
-    maxBytes: config.replayCacheMaxBytes,
-  });
+  const store = new LedgerStore(
+    driver,
+    config.schema,
+    { maxEntries: config.replayCacheEntries, maxBytes: config.replayCacheMaxBytes },
+    config.layout,
+  );
   const notifier = new CompletionNotifier(store);
   const observer =
     config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry, deployment);
@@ -236,7 +265,7 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       toolNames.add(created.name);
       return created;
     }) as Ledger['tool'],
-    async purgeExpired({ batchSize: requested, maxRowsPerSecond, onProgress } = {}) {
+    async purgeExpired({ batchSize: requested, maxRowsPerSecond, onProgress, graceSeconds } = {}) {
       if (runtime.closed) {
         throw new ToolLedgerError(
           'LEDGER_CLOSED',
@@ -245,6 +274,16 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       }
       const batchSize = resolveBatchSize(requested);
       const rate = resolvePurgeRate(maxRowsPerSecond);
+      if (store.partitioned) {
+        // Dropping a partition costs no row deletions: batches and the rate cap have nothing to pace.
+        const grace = checkSeconds('graceSeconds', graceSeconds, 0, 0, MAX_TTL_SECONDS);
+        const rows = await store.maintain(config.ttlSeconds + 2 * config.partitionWidthSeconds, grace);
+        const dropped = rows
+          .filter((r) => r.action === 'dropped')
+          .reduce((sum, r) => sum + Number(r.row_count), 0);
+        if (dropped > 0) onProgress?.(dropped);
+        return dropped;
+      }
       const started = performance.now();
       let total = 0;
       for (;;) {
@@ -257,7 +296,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
         if (aheadMs > 0) await new Promise((resolve) => setTimeout(resolve, aheadMs));
       }
     },
-    migrationSql: () => migrationScript(config.schema),
+    migrationSql: () =>
+      config.layout === 'partitioned'
+        ? partitionedMigrationScript(config.schema, config.partitionWidthSeconds)
+        : migrationScript(config.schema),
     close({ timeoutSeconds }: CloseOptions = {}) {
       const timeoutMs = resolveCloseTimeoutMs(timeoutSeconds);
       closing ??= (async () => {

@@ -4,6 +4,13 @@ import { type PgPoolLike, pgDriver } from '../ledger/drivers/pg.js';
 import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
 import { applyMigrations } from '../ledger/migrate.js';
 import { LATEST_VERSION, migrationScript } from '../ledger/migrations.js';
+import {
+  applyLayoutMigrations,
+  type Layout,
+  partitionedMigrationScript,
+  readStoredLayout,
+} from '../ledger/partitioned.js';
+import { maintainSql } from '../ledger/partitioned-sql.js';
 import { loadDeploymentSecret, rotateStoredSecret } from '../ledger/settings.js';
 import {
   countExpiredSql,
@@ -78,10 +85,21 @@ export async function withDb<T>(connection: Connection, fn: (db: Db) => Promise<
 
 export async function migrateCommand(
   io: Io,
-  opts: { printSql: boolean; json: boolean; schema: string; connection: () => Connection },
+  opts: {
+    printSql: boolean;
+    json: boolean;
+    schema: string;
+    connection: () => Connection;
+    /** Undefined: the table layout, unless the schema is partitioned already (then its own migrations). */
+    layout?: { readonly layout: Layout; readonly widthSeconds: number } | undefined;
+  },
 ): Promise<number> {
   if (opts.printSql) {
-    io.out(migrationScript(opts.schema));
+    io.out(
+      opts.layout?.layout === 'partitioned'
+        ? partitionedMigrationScript(opts.schema, opts.layout.widthSeconds)
+        : migrationScript(opts.schema),
+    );
     return EXIT.OK;
   }
   const connection = opts.connection();
@@ -93,12 +111,27 @@ export async function migrateCommand(
     // A migration may wait on another process's advisory lock; the CLI user can interrupt it.
     answerTimeoutMs: 0,
   });
-  let applied: number[];
+  let applied: Array<number | string>;
   try {
-    applied = await applyMigrations(driver, connection.schema);
+    const stored = await readStoredLayout(driver, connection.schema);
+    if (stored?.layout === 'partitioned' && opts.layout?.layout === 'table') {
+      throw new CliError(
+        `Schema "${connection.schema}" holds the partitioned layout; it does not convert back. Run migrate without --layout (or with --layout partitioned).`,
+        EXIT.USAGE,
+      );
+    }
+    const wanted =
+      opts.layout ??
+      (stored?.layout === 'partitioned'
+        ? { layout: 'partitioned' as const, widthSeconds: stored.widthSeconds ?? 86_400 }
+        : undefined);
+    applied = wanted
+      ? await applyLayoutMigrations(driver, connection.schema, wanted)
+      : await applyMigrations(driver, connection.schema);
     // Made here too, so a deployment whose application role may only read the settings table has its secret.
     await loadDeploymentSecret(driver, connection.schema);
   } catch (error) {
+    if (error instanceof CliError) throw error;
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : '';
     throw new CliError(
       `Migration of schema "${connection.schema}" on ${maskDatabaseUrl(connection.databaseUrl)} failed: ${
@@ -580,6 +613,36 @@ export async function listCommand(
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The partitioned layout's maintenance (`tool-ledger maintain`): makes the partitions for the next `aheadSeconds`
+ * and drops those that ended `graceSeconds` ago with no live lease. Prints what it did to each partition.
+ */
+export async function maintainCommand(
+  io: Io,
+  opts: { aheadSeconds: number; graceSeconds: number; json: boolean; connection: Connection },
+): Promise<number> {
+  const { schema } = opts.connection;
+  const rows = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, schema);
+    if ((await readStoredLayout(queryable(db), schema))?.layout !== 'partitioned') {
+      throw new CliError(
+        `Schema "${schema}" holds the table layout: purge it with \`tool-ledger purge --expired\`, or convert it with \`tool-ledger migrate --layout partitioned\`.`,
+        EXIT.USAGE,
+      );
+    }
+    return db.query<{ action: string; partition_name: string; row_count: string }>(maintainSql(schema), [
+      opts.aheadSeconds,
+      opts.graceSeconds,
+    ]);
+  });
+  print(io, opts.json, { schema, partitions: rows }, () =>
+    rows.length === 0
+      ? `Schema "${schema}": every partition needed exists, none has ended.`
+      : rows.map((r) => `${r.action} ${r.partition_name} (${plural(Number(r.row_count), 'row')})`).join('\n'),
+  );
+  return EXIT.OK;
+}
 
 export async function purgeCommand(
   io: Io,

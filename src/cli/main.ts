@@ -11,6 +11,7 @@ import {
   type Io,
   inspectCommand,
   listCommand,
+  maintainCommand,
   migrateCommand,
   purgeCommand,
   RAW_KEY_ENV,
@@ -28,7 +29,14 @@ const HELP = `tool-ledger: support CLI for the tool-ledger idempotency ledger
 Usage: tool-ledger <command> [options]
 
 Commands
-  migrate [--print-sql]                       Apply pending migrations (or print the SQL for a DBA)
+  migrate [--print-sql] [--layout table|partitioned] [--partition-width-seconds N]
+                                              Apply pending migrations (or print the SQL for a DBA);
+                                              --layout partitioned converts tool_runs to partitions
+                                              by expiry (default width 86400 s)
+  maintain [--ahead-seconds N] [--grace-seconds N]
+                                              Partitioned layout: make the partitions for the next N s
+                                              (default 172800) and drop those ended N s ago (default 0)
+                                              that hold no live lease
   inspect --key K [--tenant T] [--tool N]     Show every run with key K (in any tenant and tool unless
                                               narrowed): status, attempts, timestamps, parameter hash,
                                               scrubbed result or error, trace id and Jaeger link
@@ -115,7 +123,15 @@ const GLOBAL_OPTIONS = {
 } as const satisfies ParseArgsConfig['options'];
 
 const COMMAND_OPTIONS = {
-  migrate: { 'print-sql': { type: 'boolean', default: false } },
+  migrate: {
+    'print-sql': { type: 'boolean', default: false },
+    layout: { type: 'string' },
+    'partition-width-seconds': { type: 'string' },
+  },
+  maintain: {
+    'ahead-seconds': { type: 'string' },
+    'grace-seconds': { type: 'string' },
+  },
   inspect: {
     tenant: { type: 'string' },
     tool: { type: 'string' },
@@ -183,6 +199,10 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
   return n;
 }
 
+function nonNegativeInt(name: string, value: string | undefined, fallback: number): number {
+  return value === '0' ? 0 : positiveInt(name, value, fallback);
+}
+
 function required(command: string, name: string, value: string | undefined): string {
   if (value === undefined || value === '') throw usageError(`${command} needs --${name}.`);
   return value;
@@ -244,8 +264,38 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         // Validates the schema name without needing a database.
         resolveConnection({ 'database-url': 'postgres://unused', schema }, io.env);
       }
-      return migrateCommand(io, { printSql: flag('print-sql'), json, schema, connection });
+      const layout = str('layout');
+      if (layout !== undefined && layout !== 'table' && layout !== 'partitioned') {
+        throw usageError(`--layout must be table or partitioned, got ${JSON.stringify(layout)}.`);
+      }
+      if (str('partition-width-seconds') !== undefined && layout !== 'partitioned') {
+        throw usageError('--partition-width-seconds goes with --layout partitioned.');
+      }
+      return migrateCommand(io, {
+        printSql: flag('print-sql'),
+        json,
+        schema,
+        connection,
+        layout:
+          layout === undefined
+            ? undefined
+            : {
+                layout,
+                widthSeconds: positiveInt(
+                  '--partition-width-seconds',
+                  str('partition-width-seconds'),
+                  86_400,
+                ),
+              },
+      });
     }
+    case 'maintain':
+      return maintainCommand(io, {
+        aheadSeconds: positiveInt('--ahead-seconds', str('ahead-seconds'), 172_800),
+        graceSeconds: nonNegativeInt('--grace-seconds', str('grace-seconds'), 0),
+        json,
+        connection: connection(),
+      });
     case 'inspect': {
       const key = str('key');
       const job = str('job');

@@ -5,6 +5,8 @@ import type { Queryable, StoredError } from '../contract/types.js';
 import { ClaimPath } from './claim-path.js';
 import type { Driver } from './driver.js';
 import { ledgerUnavailable } from './errors.js';
+import type { Layout } from './partitioned.js';
+import { maintainSql, partitionedClaimSql } from './partitioned-sql.js';
 import { cacheKey, ResultCache, type ResultCacheLimits } from './result-cache.js';
 import type { ClaimRow, RunKey, RunRow, RunStatus } from './run-row.js';
 import {
@@ -41,11 +43,16 @@ function asRow<T extends RunRow>(raw: Record<string, unknown>): T {
   return raw as unknown as T;
 }
 
-/** The statements of one schema, built once per ledger. */
-function statements(schema: string) {
+/**
+ * The statements of one schema, built once per ledger. The partitioned layout has no unique key index for the
+ * bare insert's `ON CONFLICT`: every claim goes through its claim function, and its purge drops partitions.
+ */
+function statements(schema: string, layout: Layout) {
+  const partitioned = layout === 'partitioned';
   return Object.freeze({
-    claim: claimSql(schema),
-    insert: insertRunSql(schema),
+    claim: partitioned ? partitionedClaimSql(schema) : claimSql(schema),
+    insert: partitioned ? undefined : insertRunSql(schema),
+    maintain: partitioned ? maintainSql(schema) : undefined,
     complete: completeSql(schema),
     renew: renewLeaseSql(schema),
     conflict: recordConflictSql(schema),
@@ -69,9 +76,14 @@ export class LedgerStore {
   readonly #won = new Map<string, { readonly key: string; readonly row: ClaimRow }>();
   readonly #path = new ClaimPath();
 
-  constructor(driver: Driver, schema: string, cache: ResultCacheLimits = { maxEntries: 0, maxBytes: 0 }) {
+  constructor(
+    driver: Driver,
+    schema: string,
+    cache: ResultCacheLimits = { maxEntries: 0, maxBytes: 0 },
+    layout: Layout = 'table',
+  ) {
     this.#driver = driver;
-    this.#sql = statements(schema);
+    this.#sql = statements(schema, layout);
     this.#cache = new ResultCache(cache);
     // A plain lowercase identifier: both pg and PGlite LISTEN it without quoting surprises.
     this.channel = `tool_ledger_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
@@ -122,12 +134,12 @@ export class LedgerStore {
     const sentAt = performance.now();
     // One async frame for the whole claim, the driver awaited here: a frame per layer costs every call a promise.
     try {
-      const triedInsert = this.#path.insertFirst;
+      const insertSql = this.#sql.insert;
+      const triedInsert = insertSql !== undefined && this.#path.insertFirst;
       if (triedInsert) {
         let inserted: Array<{ id: string }>;
         try {
-          inserted = (await this.#driver.query<{ id: string }>(this.#sql.insert, insertRunParams(request)))
-            .rows;
+          inserted = (await this.#driver.query<{ id: string }>(insertSql, insertRunParams(request))).rows;
         } catch (error) {
           throw ledgerUnavailable(error, 'claim the idempotency key');
         }
@@ -292,6 +304,31 @@ export class LedgerStore {
       timer,
     );
     return rows[0] ? asRow<RunRow>(rows[0]) : undefined;
+  }
+
+  /** Whether this store's purge drops partitions (`maintain`) instead of deleting batches. */
+  get partitioned(): boolean {
+    return this.#sql.maintain !== undefined;
+  }
+
+  /**
+   * The partitioned layout's maintenance: makes the partitions for the next `aheadSeconds` and drops those that
+   * ended `graceSeconds` ago and hold no live lease. One row per partition touched.
+   */
+  async maintain(
+    aheadSeconds: number,
+    graceSeconds: number,
+  ): Promise<Array<{ action: string; partition_name: string; row_count: string }>> {
+    const text = this.#sql.maintain;
+    if (text === undefined) throw new Error('maintain() needs the partitioned layout');
+    return this.#run(
+      this.#driver,
+      text,
+      [aheadSeconds, graceSeconds],
+      'maintain the partitions',
+      undefined,
+      undefined,
+    );
   }
 
   /** Deletes one batch; returns how many rows went. */

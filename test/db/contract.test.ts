@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ToolFailure, ToolLedgerError } from '../../src/index.js';
-import { backends } from '../support/db.js';
+import { type Ledger, ToolFailure, ToolLedgerError } from '../../src/index.js';
+import { backends, partitionedPostgresBackend } from '../support/db.js';
 
 async function rejection(promise: Promise<unknown>): Promise<ToolLedgerError> {
   const error = await promise.then(
@@ -16,8 +16,24 @@ async function rejection(promise: Promise<unknown>): Promise<ToolLedgerError> {
 
 const invoiceInput = z.object({ customer: z.string(), amountCents: z.number().int().positive() });
 
-describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
+// The partitioned layout (docs/operations.md, "Partitioned layout") keeps the same contract.
+const layouts = [...backends, ['postgres, partitioned layout', partitionedPostgresBackend]] as const;
+
+describe.each(layouts)('ledger contract on %s', (name, makeBackend) => {
   const backend = makeBackend();
+  const partitioned = name.includes('partitioned');
+  // Partitions as narrow as the purge tests' TTL, so theirs end within the test.
+  const oneSecondPartitions = partitioned ? { partitionWidthSeconds: 1 } : {};
+
+  /** Purges until `expected` rows went, a second apart (at most 5 tries): a partition goes once its range ended. */
+  async function purgeAll(ledger: Ledger, expected: number, onProgress?: (n: number) => void) {
+    let total = 0;
+    for (let i = 0; i < 5 && total < expected; i++) {
+      if (i > 0) await sleep(1000);
+      total += await ledger.purgeExpired({ onProgress: (n) => onProgress?.(total + n) });
+    }
+    return total;
+  }
 
   async function invoiceSetup(options: Parameters<typeof backend.open>[0] = {}) {
     const ledger = await backend.open(options);
@@ -224,7 +240,7 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
   });
 
   it('treats rows past their TTL as absent, and purges them in batches', async () => {
-    const ledger = await backend.open({ ttlSeconds: 1 });
+    const ledger = await backend.open({ ttlSeconds: 1, ...oneSecondPartitions });
     let calls = 0;
     const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => ++calls });
     // The TTL counts from the claim: replay right after the call, well within it even on a loaded machine.
@@ -237,16 +253,23 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
     expect(calls).toBe(4);
     await sleep(1100);
     const progress: number[] = [];
+    if (partitioned) {
+      // Whole partitions go once their range has ended, up to one width after the rows expired.
+      expect(await purgeAll(ledger, 3, (n) => progress.push(n))).toBe(3);
+      expect(progress.at(-1)).toBe(3);
+      return;
+    }
     expect(await ledger.purgeExpired({ batchSize: 2, onProgress: (n) => progress.push(n) })).toBe(3);
     expect(progress).toEqual([2, 3]);
   });
 
   it('caps the purge rate when asked, still deleting every expired row, and refuses a cap that is not a rate', async () => {
-    const ledger = await backend.open({ ttlSeconds: 1 });
+    const ledger = await backend.open({ ttlSeconds: 1, ...oneSecondPartitions });
     const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => 1 });
     for (const key of ['a', 'b', 'c', 'd', 'e']) await tool.call({}, { key });
     await sleep(1100);
-    expect(await ledger.purgeExpired({ batchSize: 2, maxRowsPerSecond: 50 })).toBe(5);
+    if (partitioned) expect(await purgeAll(ledger, 5)).toBe(5);
+    else expect(await ledger.purgeExpired({ batchSize: 2, maxRowsPerSecond: 50 })).toBe(5);
     for (const bad of [0, -1, Number.NaN, '10' as unknown as number]) {
       await expect(ledger.purgeExpired({ maxRowsPerSecond: bad })).rejects.toMatchObject({
         code: 'CONFIG_INVALID',
@@ -551,7 +574,7 @@ describe.each(backends)('ledger contract on %s', (_name, makeBackend) => {
   });
 });
 
-describe.each(backends)('jobs after a crash on %s', (_name, makeBackend) => {
+describe.each(layouts)('jobs after a crash on %s', (_name, makeBackend) => {
   const backend = makeBackend();
 
   async function crashedJob(resumeAbandoned: boolean) {

@@ -23,8 +23,11 @@ export interface Backend {
   sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
 }
 
-/** Real Postgres through pg. Schemas are dropped after the file's tests. */
-export function postgresBackend(): Backend {
+/**
+ * Real Postgres through pg. Schemas are dropped after the file's tests. `defaults` go under every ledger's own
+ * options (the partitioned layout's suite passes its layout here).
+ */
+export function postgresBackend(defaults: LedgerOptions = {}): Backend {
   const pool = new pg.Pool({ connectionString: databaseUrl(), max: 4 });
   const schemas: string[] = [];
   const ledgers: Ledger[] = [];
@@ -41,6 +44,7 @@ export function postgresBackend(): Backend {
       const ledger = await createLedger({
         connectionString: databaseUrl(),
         telemetry: false,
+        ...defaults,
         ...options,
         schema,
       });
@@ -83,6 +87,11 @@ export function pgliteBackend(): Backend {
       return (await (await database()).query(text, params)).rows as never;
     },
   };
+}
+
+/** Postgres with `tool_runs` range-partitioned by expiry (hour-wide partitions, so tests cross boundaries). */
+export function partitionedPostgresBackend(): Backend {
+  return postgresBackend({ layout: 'partitioned', partitionWidthSeconds: 3600 });
 }
 
 export const backends = [

@@ -44,7 +44,10 @@ function runAs(): { uid: number; gid: number } | undefined {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function startFaultServer(): Promise<FaultServer> {
+/** `settings`: more server settings (`-c name=value`), such as `shared_preload_libraries` for pg_cron. */
+export async function startFaultServer(
+  options: { readonly settings?: Readonly<Record<string, string>> } = {},
+): Promise<FaultServer> {
   const bin = await binDir();
   const user = runAs();
   const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-faults-'));
@@ -97,6 +100,7 @@ export async function startFaultServer(): Promise<FaultServer> {
         'max_connections=60',
         '-c',
         'shared_buffers=32MB',
+        ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
       ],
       { stdio: 'ignore', ...user },
     );

@@ -1,0 +1,310 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { type Ledger, ToolLedgerError } from '../../src/index.js';
+import { listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
+import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
+
+/**
+ * The partitioned layout (`layout: 'partitioned'`) on the shared Postgres: a key stays in one row across partitions,
+ * the purge drops whole partitions, and a table-layout schema converts in place. The contract suite runs on it too
+ * (test/db/contract.test.ts).
+ */
+const HOUR = 3600;
+const backend = postgresBackend();
+// No replay cache: tests move rows by hand, which a process's cache would not see.
+const partitioned = { layout: 'partitioned', partitionWidthSeconds: HOUR, replayCacheEntries: 0 } as const;
+
+type Opened = Ledger & { schema: string };
+
+async function rowsOf(ledger: Opened, key: string) {
+  return backend.sql<{ id: string; part: string; attempt: number; status: string }>(
+    `SELECT id::text AS id, tableoid::regclass::text AS part, attempt, status FROM "${ledger.schema}".tool_runs
+     WHERE idempotency_key = $1`,
+    [key],
+  );
+}
+
+async function partitions(schema: string) {
+  return backend.sql<{ name: string; bound: string }>(listPartitionsSql(schema));
+}
+
+/** Makes the partitions of the past hours, so tests can move rows there. */
+async function makePastPartitions(schema: string, hours: number) {
+  await backend.sql(
+    `SELECT count(*) FROM "${schema}".tool_ledger_ensure_partitions(now() - make_interval(hours => $1), now())`,
+    [hours],
+  );
+}
+
+async function connectOne(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: databaseUrl() });
+  await client.connect();
+  return client;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<ToolLedgerError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ToolLedgerError);
+  return error as ToolLedgerError;
+}
+
+describe('partitioned layout', () => {
+  it('range-partitions tool_runs by expiry and records the layout, refusing to open it otherwise', async () => {
+    const ledger = await backend.open(partitioned);
+    const [kind] = await backend.sql<{ relkind: string; key: string }>(
+      `SELECT c.relkind::text AS relkind, pg_get_partkeydef(c.oid) AS key FROM pg_class c
+       WHERE c.oid = to_regclass('"${ledger.schema}".tool_runs')`,
+    );
+    expect(kind).toEqual({ relkind: 'p', key: 'RANGE (expires_at)' });
+    // Partitions for the whole TTL and two widths more were made at the start.
+    expect((await partitions(ledger.schema)).length).toBeGreaterThanOrEqual(24);
+
+    const asTable = await rejection(backend.open({ schema: ledger.schema }));
+    expect(asTable).toMatchObject({ code: 'CONFIG_INVALID' });
+    expect(asTable.message).toMatch(/layout: 'partitioned' and partitionWidthSeconds: 3600/);
+    const otherWidth = await rejection(
+      backend.open({ schema: ledger.schema, layout: 'partitioned', partitionWidthSeconds: 60 }),
+    );
+    expect(otherWidth.message).toMatch(/partitionWidthSeconds: 3600/);
+
+    const typo = await rejection(backend.open({ layout: 'partitions' as never }));
+    expect(typo.message).toMatch(/layout must be 'table' or 'partitioned'/);
+
+    const table = await backend.open({});
+    const unconverted = await rejection(
+      backend.open({ schema: table.schema, ...partitioned, migrate: false }),
+    );
+    expect(unconverted).toMatchObject({ code: 'CONFIG_INVALID' });
+    expect(unconverted.message).toMatch(/tool-ledger migrate --layout partitioned/);
+  });
+
+  it('takes over an expired key whose row sits in an older partition, moving it to the current one', async () => {
+    const ledger = await backend.open(partitioned);
+    await makePastPartitions(ledger.schema, 3);
+    let runs = 0;
+    const tool = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => ++runs });
+    await tool.call({}, { key: 'k' });
+    const [before] = await rowsOf(ledger, 'k');
+    await backend.sql(
+      `UPDATE "${ledger.schema}".tool_runs SET expires_at = now() - interval '2 hours' WHERE idempotency_key = 'k'`,
+    );
+    const [old] = await rowsOf(ledger, 'k');
+    expect(old?.part).not.toBe(before?.part);
+    const again = await tool.invoke({}, { key: 'k' });
+    expect(again).toMatchObject({ outcome: 'executed', attempt: 1, value: 2 });
+    const after = await rowsOf(ledger, 'k');
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ id: before?.id, status: 'succeeded' });
+    expect(after[0]?.part).not.toBe(old?.part);
+    expect((await tool.invoke({}, { key: 'k' })).outcome).toBe('replayed');
+  });
+
+  it('runs a key once when parallel claims from several processes would put it in different partitions', async () => {
+    // Four ledgers (four pools, as four processes), each tool with another TTL: a fresh row of the short ones
+    // lands in the current partition, of the long ones hours later.
+    const first = await backend.open({ ...partitioned, waitSeconds: 5 });
+    const ledgers = [first];
+    for (let i = 0; i < 3; i++)
+      ledgers.push(await backend.open({ ...partitioned, schema: first.schema, waitSeconds: 5 }));
+    await makePastPartitions(first.schema, 3);
+    const executed = new Map<string, number>();
+    const tools = ledgers.map((ledger, i) =>
+      ledger.tool({
+        name: 'charge',
+        kind: 'mutation',
+        ttlSeconds: i % 2 === 0 ? 60 : 5 * HOUR,
+        handler: async (_input: unknown, ctx) => {
+          const key = ctx.key ?? '';
+          executed.set(key, (executed.get(key) ?? 0) + 1);
+          await sleep(20);
+          return key;
+        },
+      }),
+    );
+    const keys = Array.from({ length: 12 }, (_, i) => `p-${i}`);
+    // Half the keys start from an expired row two hours back, so every claim of them is a takeover race.
+    for (const key of keys.slice(0, 6)) await tools[0]!.call({}, { key });
+    await backend.sql(
+      `UPDATE "${first.schema}".tool_runs SET expires_at = now() - interval '2 hours' WHERE idempotency_key = ANY($1)`,
+      [keys.slice(0, 6)],
+    );
+    executed.clear();
+    const outcomes = await Promise.all(
+      keys.flatMap((key) => tools.flatMap((tool) => [tool.invoke({}, { key }), tool.invoke({}, { key })])),
+    );
+    for (const key of keys) {
+      expect(executed.get(key)).toBe(1);
+      expect(await rowsOf(first, key)).toHaveLength(1);
+    }
+    expect(outcomes.filter((o) => o.outcome === 'executed')).toHaveLength(keys.length);
+    expect(outcomes.filter((o) => o.outcome === 'replayed')).toHaveLength(keys.length * 7);
+  });
+
+  it('retries a takeover whose row a concurrent update moved to another partition (40001) and runs it once', async () => {
+    const ledger = await backend.open(partitioned);
+    await makePastPartitions(ledger.schema, 4);
+    let runs = 0;
+    const tool = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => ++runs });
+    await tool.call({}, { key: 'moved' });
+    const t = `"${ledger.schema}".tool_runs`;
+    await backend.sql(
+      `UPDATE ${t} SET expires_at = now() - interval '3 hours' WHERE idempotency_key = 'moved'`,
+    );
+    // Another session moves the expired row to another past partition and holds its lock; the takeover claim reads
+    // the old version, waits on the lock, and finds the row gone from its partition when the mover commits.
+    const mover = await connectOne();
+    try {
+      await mover.query('BEGIN');
+      await mover.query(
+        `UPDATE ${t} SET expires_at = now() - interval '2 hours' WHERE idempotency_key = 'moved'`,
+      );
+      const claim = tool.invoke({}, { key: 'moved' });
+      await expect
+        .poll(
+          async () =>
+            (
+              await backend.sql<{ n: number }>(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%tool_ledger_claim%'`,
+              )
+            )[0]?.n,
+          { timeout: 10_000 },
+        )
+        .toBe(1);
+      await mover.query('COMMIT');
+      expect(await claim).toMatchObject({ outcome: 'executed', attempt: 1, value: 2 });
+    } finally {
+      await mover.end();
+    }
+    expect(runs).toBe(2);
+    expect(await rowsOf(ledger, 'moved')).toHaveLength(1);
+  });
+
+  it('makes a missing partition in the claim when maintenance fell behind', async () => {
+    const ledger = await backend.open(partitioned);
+    // A TTL past every partition made at the start.
+    const tool = ledger.tool({ name: 'far', kind: 'mutation', ttlSeconds: 30 * 86_400, handler: () => 'ok' });
+    expect((await tool.invoke({}, { key: 'far' })).outcome).toBe('executed');
+    const [row] = await rowsOf(ledger, 'far');
+    expect(row?.part).toMatch(/tool_runs_p\d{8}t\d{6}/);
+  });
+
+  it('purges by dropping ended partitions, never one with a live lease, after the grace, and makes partitions ahead', async () => {
+    const ledger = await backend.open(partitioned);
+    await makePastPartitions(ledger.schema, 5);
+    const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => 'done' });
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = ledger.tool({
+      name: 'slow',
+      kind: 'mutation',
+      handler: async () => {
+        await held;
+        return 'slow done';
+      },
+    });
+    for (const key of ['a', 'b']) await tool.call({}, { key });
+    const running = slow.invoke({}, { key: 'c' });
+    await expect.poll(async () => (await rowsOf(ledger, 'c')).length).toBe(1);
+    await backend.sql(
+      `UPDATE "${ledger.schema}".tool_runs SET expires_at = now() - interval '3 hours' WHERE idempotency_key IN ('a', 'b')`,
+    );
+    // A handler outlasting its TTL: its row expired hours ago, its lease is live.
+    await backend.sql(
+      `UPDATE "${ledger.schema}".tool_runs SET expires_at = now() - interval '4 hours' WHERE idempotency_key = 'c'`,
+    );
+    const partOf = async (key: string) => (await rowsOf(ledger, key))[0]?.part ?? '';
+    const [partA, partC] = [await partOf('a'), await partOf('c')];
+
+    expect(await ledger.purgeExpired({ graceSeconds: 6 * HOUR })).toBe(0);
+    expect((await partitions(ledger.schema)).map((p) => `${ledger.schema}.${p.name}`)).toContain(partA);
+
+    expect(await ledger.purgeExpired()).toBe(2);
+    const names = (await partitions(ledger.schema)).map((p) => `${ledger.schema}.${p.name}`);
+    expect(names).not.toContain(partA);
+    expect(names).toContain(partC);
+    expect(await rowsOf(ledger, 'c')).toHaveLength(1);
+
+    release();
+    expect((await running).outcome).toBe('executed');
+    // Its completion moved it to a partition of now + TTL, so the old one is empty and goes.
+    expect(await partOf('c')).not.toBe(partC);
+    expect(await ledger.purgeExpired()).toBe(0);
+    expect((await partitions(ledger.schema)).map((p) => `${ledger.schema}.${p.name}`)).not.toContain(partC);
+
+    // Ahead: every expiry up to a TTL and two widths from now has its partition.
+    const uppers = (await partitions(ledger.schema)).map((p) => /TO \('([^']+)'\)/.exec(p.bound)?.[1] ?? '');
+    const latest = Math.max(...uppers.map((u) => new Date(u).getTime()));
+    expect(latest).toBeGreaterThan(Date.now() + (86_400 + HOUR) * 1000);
+  });
+});
+
+describe('migration from the table layout', () => {
+  it('attaches the old table as a legacy partition: old keys replay, new ones go on, ids continue', async () => {
+    const schema = uniqueSchema();
+    const table = await backend.open({ schema });
+    let runs = 0;
+    const before = table.tool({ name: 'charge', kind: 'mutation', handler: () => ++runs });
+    for (const key of ['old-1', 'old-2', 'old-expired']) await before.call({}, { key });
+    await backend.sql(
+      `UPDATE "${schema}".tool_runs SET expires_at = now() - interval '1 minute' WHERE idempotency_key = 'old-expired'`,
+    );
+    await table.close();
+    const [{ max } = { max: '0' }] = await backend.sql<{ max: string }>(
+      `SELECT max(id)::text AS max FROM "${schema}".tool_runs`,
+    );
+
+    const ledger = await backend.open({ schema, ...partitioned });
+    expect((await partitions(schema)).map((p) => p.name)).toContain('tool_runs_legacy');
+    const after = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => ++runs });
+    expect(await after.invoke({}, { key: 'old-1' })).toMatchObject({ outcome: 'replayed', value: 1 });
+    expect(await after.invoke({}, { key: 'old-2' })).toMatchObject({ outcome: 'replayed', value: 2 });
+    expect(await after.invoke({}, { key: 'old-expired' })).toMatchObject({ outcome: 'executed', value: 4 });
+    expect(await after.invoke({}, { key: 'new' })).toMatchObject({ outcome: 'executed', value: 5 });
+    const [fresh] = await rowsOf(ledger, 'new');
+    expect(BigInt(fresh?.id ?? 0)).toBeGreaterThan(BigInt(max));
+    expect(await rowsOf(ledger, 'old-expired')).toHaveLength(1);
+    const versions = await backend.sql<{ version: number }>(
+      `SELECT version FROM "${schema}".tool_ledger_partitioned_migrations ORDER BY version`,
+    );
+    expect(versions.map((v) => v.version)).toEqual([1, 2]);
+  });
+
+  it('drops the legacy partition whole once every row in it has expired', async () => {
+    const schema = uniqueSchema();
+    const table = await backend.open({ schema, ttlSeconds: 1 });
+    const tool = table.tool({ name: 'ping', kind: 'mutation', handler: () => 1 });
+    for (const key of ['a', 'b', 'c']) await tool.call({}, { key });
+    await table.close();
+    const ledger = await backend.open({
+      schema,
+      ttlSeconds: 1,
+      layout: 'partitioned',
+      partitionWidthSeconds: 1,
+    });
+    expect((await partitions(schema)).map((p) => p.name)).toContain('tool_runs_legacy');
+    let dropped = 0;
+    for (let i = 0; i < 5 && dropped < 3; i++) {
+      await sleep(1000);
+      dropped += await ledger.purgeExpired();
+    }
+    expect(dropped).toBe(3);
+    expect((await partitions(schema)).map((p) => p.name)).not.toContain('tool_runs_legacy');
+  });
+
+  it('prints one script a DBA applies by hand, after which a ledger opens without migrating', async () => {
+    const schema = uniqueSchema();
+    const printer = await backend.open({ schema: uniqueSchema(), ...partitioned });
+    const script = printer.migrationSql().replaceAll(printer.schema, schema);
+    await backend.sql(script);
+    await backend.sql(script); // idempotent
+    const ledger = await backend.open({ schema, ...partitioned, migrate: false });
+    const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => 'ok' });
+    expect((await tool.invoke({}, { key: 'dba' })).outcome).toBe('executed');
+  });
+});
