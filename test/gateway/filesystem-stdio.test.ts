@@ -7,9 +7,8 @@ import {
   type AnyClient,
   callTool,
   database,
-  databaseUrl,
   errorCode,
-  FILESYSTEM_SERVER,
+  filesystemGatewayArgs,
   gatewayCommand,
   LINES,
   outcome,
@@ -24,19 +23,7 @@ afterAll(() => db.end());
 describe.each(LINES)('gateway over stdio, MCP SDK %s client, filesystem server', (line) => {
   const schema = `gw_fs_${line.replace('.', '')}_${process.pid}`;
   const dir = tempDir('fs');
-  const gateway = () =>
-    gatewayCommand([
-      '--database-url',
-      databaseUrl(),
-      '--schema',
-      schema,
-      '--tenant',
-      'acme',
-      '--',
-      process.execPath,
-      FILESYSTEM_SERVER,
-      dir,
-    ]);
+  const gateway = () => gatewayCommand(filesystemGatewayArgs(schema, dir));
   let client: AnyClient | undefined;
   const connect = async () => {
     client = await stdioClient(line, gateway());

@@ -9,8 +9,7 @@ import {
   type Child,
   callTool,
   database,
-  databaseUrl,
-  FILESYSTEM_SERVER,
+  filesystemGatewayArgs,
   httpClient,
   httpGateway,
   LINES,
@@ -23,19 +22,7 @@ const schema = `gw_http_replay_${process.pid}`;
 const dir = tempDir('http-replay');
 const clients: AnyClient[] = [];
 let gateway: Child & { readonly url: URL };
-const start = () =>
-  httpGateway([
-    '--database-url',
-    databaseUrl(),
-    '--schema',
-    schema,
-    '--tenant',
-    'acme',
-    '--',
-    process.execPath,
-    FILESYSTEM_SERVER,
-    dir,
-  ]);
+const start = () => httpGateway(filesystemGatewayArgs(schema, dir));
 
 beforeAll(async () => {
   gateway = await start();

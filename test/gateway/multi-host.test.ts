@@ -8,7 +8,7 @@ import {
   callTool,
   database,
   databaseUrl,
-  FILESYSTEM_SERVER,
+  filesystemGatewayArgs,
   freePort,
   gatewayCommand,
   outcome,
@@ -35,21 +35,7 @@ describe('gateway with a multi-host --database-url', () => {
     const user = url.username ? `${url.username}@` : '';
     const refusing = `127.0.0.1:${await freePort()}`;
     const hostList = `${url.protocol}//${user}${refusing},${url.host}${url.pathname}?target_session_attrs=read-write`;
-    client = await stdioClient(
-      '1.x',
-      gatewayCommand([
-        '--database-url',
-        hostList,
-        '--schema',
-        schema,
-        '--tenant',
-        'acme',
-        '--',
-        process.execPath,
-        FILESYSTEM_SERVER,
-        dir,
-      ]),
-    );
+    client = await stdioClient('1.x', gatewayCommand(filesystemGatewayArgs(schema, dir, hostList)));
     writeFileSync(join(dir, 'a.txt'), 'alpha');
     const args = { source: join(dir, 'a.txt'), destination: join(dir, 'b.txt'), idempotency_key: 'mh-move' };
     expect(outcome(await callTool(client, 'move_file', args))).toBe('executed');

@@ -94,6 +94,41 @@ export async function callTool(
   return (await client.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) })) as ToolResult;
 }
 
+/**
+ * callTool with progress and a timeout of its own: 1.x takes (params, resultSchema, options), 2.x takes
+ * (params, options).
+ */
+export function callWithProgress(
+  line: Line,
+  client: AnyClient,
+  params: { name: string; arguments: Record<string, unknown> },
+  onprogress: () => void,
+  timeoutMs: number,
+): Promise<ToolResult> {
+  const options = { onprogress, timeout: timeoutMs };
+  return (
+    line === '1.x'
+      ? client.callTool(params, undefined, options)
+      : (client.callTool as unknown as (p: unknown, o: unknown) => Promise<unknown>)(params, options)
+  ) as Promise<ToolResult>;
+}
+
+/** The gateway's arguments in front of the filesystem server on `dir`, for tenant acme. */
+export function filesystemGatewayArgs(schema: string, dir: string, url = databaseUrl()): string[] {
+  return [
+    '--database-url',
+    url,
+    '--schema',
+    schema,
+    '--tenant',
+    'acme',
+    '--',
+    process.execPath,
+    FILESYSTEM_SERVER,
+    dir,
+  ];
+}
+
 export function texts(result: ToolResult): string {
   return result.content.map((block) => block.text ?? '').join('\n');
 }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
   type Child,
+  callWithProgress,
   database,
   databaseUrl,
   EVERYTHING_SERVER,
@@ -18,9 +19,7 @@ import {
   httpClient,
   httpGateway,
   LINES,
-  type Line,
   spawnUntil,
-  type ToolResult,
   tempDir,
   texts,
 } from './support.js';
@@ -74,21 +73,6 @@ afterAll(async () => {
   await db.end();
 });
 
-/** callTool with progress: 1.x takes (params, resultSchema, options), 2.x takes (params, options). */
-function callWithProgress(
-  line: Line,
-  client: AnyClient,
-  params: { name: string; arguments: Record<string, unknown> },
-  onprogress: () => void,
-): Promise<ToolResult> {
-  const options = { onprogress, timeout: 3_600_000 };
-  return (
-    line === '1.x'
-      ? client.callTool(params, undefined, options)
-      : (client.callTool as unknown as (p: unknown, o: unknown) => Promise<unknown>)(params, options)
-  ) as Promise<ToolResult>;
-}
-
 const rows = (key: string) =>
   db.sql<{ status: string; attempt: number }>(
     `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
@@ -110,7 +94,7 @@ describe.each(LINES)('an HTTP upstream crash mid-call, MCP SDK %s client', (line
     const client = await httpClient(line, gateway.url);
     clients.push(client);
     let progressed = 0;
-    const pending = callWithProgress(line, client, params, () => void progressed++);
+    const pending = callWithProgress(line, client, params, () => void progressed++, 3_600_000);
     // A progress notification proves the request reached the server and is running.
     await eventually(() => progressed > 0);
     await killUpstream();
@@ -125,7 +109,7 @@ describe.each(LINES)('an HTTP upstream crash mid-call, MCP SDK %s client', (line
     const next = await httpClient(line, gateway.url);
     clients.push(next);
     let resent = 0;
-    const retry = await callWithProgress(line, next, params, () => void resent++);
+    const retry = await callWithProgress(line, next, params, () => void resent++, 3_600_000);
     expect(errorCode(retry)).toBe('OUTCOME_UNKNOWN');
     expect(resent).toBe(0);
     expect(await rows(key)).toEqual([{ status: 'unknown', attempt: 1 }]);

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
   callTool,
+  callWithProgress,
   database,
   databaseUrl,
   EVERYTHING_SERVER,
@@ -15,9 +16,7 @@ import {
   eventually,
   gatewayCommand,
   LINES,
-  type Line,
   stdioClient,
-  type ToolResult,
   tempDir,
   texts,
 } from './support.js';
@@ -57,21 +56,6 @@ afterAll(async () => {
   await db.end();
 });
 
-/** callTool with progress: 1.x takes (params, resultSchema, options), 2.x takes (params, options). */
-function callWithProgress(
-  line: Line,
-  client: AnyClient,
-  params: { name: string; arguments: Record<string, unknown> },
-  onprogress: () => void,
-): Promise<ToolResult> {
-  const options = { onprogress, timeout: 120_000 };
-  return (
-    line === '1.x'
-      ? client.callTool(params, undefined, options)
-      : (client.callTool as unknown as (p: unknown, o: unknown) => Promise<unknown>)(params, options)
-  ) as Promise<ToolResult>;
-}
-
 describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio', (line) => {
   const key = `long-${line}`;
   const params = {
@@ -83,7 +67,7 @@ describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio',
     const client = await stdioClient(line, gateway());
     clients.push(client);
     let progressed = 0;
-    const pending = callWithProgress(line, client, params, () => void progressed++);
+    const pending = callWithProgress(line, client, params, () => void progressed++, 120_000);
     // A progress notification proves the request reached the server and is running.
     await eventually(() => progressed > 0);
     process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
@@ -101,7 +85,7 @@ describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio',
     const next = await stdioClient(line, gateway());
     clients.push(next);
     let resent = 0;
-    const retry = await callWithProgress(line, next, params, () => void resent++);
+    const retry = await callWithProgress(line, next, params, () => void resent++, 120_000);
     expect(errorCode(retry)).toBe('OUTCOME_UNKNOWN');
     expect(resent).toBe(0);
     const after = await db.sql<{ status: string; attempt: number }>(
