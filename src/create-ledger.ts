@@ -33,6 +33,7 @@ import {
   checkLayout,
   partitionedMigrationScript,
   readStoredLayout,
+  type StoredLayout,
 } from './ledger/partitioned.js';
 import { ensureAheadSql } from './ledger/partitioned-sql.js';
 import { warnAboutAsyncStandbys } from './ledger/replication.js';
@@ -200,6 +201,24 @@ function maskedUrl(connectionString: string): string {
 }
 
 /**
+ * The schema's layout, read before any migration. A table-layout ledger with `migrate: false` starts while the
+ * database is down (its calls fail with LEDGER_UNAVAILABLE until it is back), as it did before layouts existed: a
+ * transient failure of this read then skips the check instead of failing the start.
+ */
+async function storedLayoutAtStart(
+  driver: Driver,
+  config: ResolvedConfig,
+): Promise<StoredLayout | undefined> {
+  try {
+    return await readStoredLayout(driver, config.schema);
+  } catch (error) {
+    const mayStartWithout = !config.migrate && config.layout === 'table';
+    if (mayStartWithout && error instanceof ToolLedgerError && error.retryable) return undefined;
+    throw error;
+  }
+}
+
+/**
  * Opens a ledger: connects, applies pending migrations (unless `migrate: false`) and returns the tool factory.
  */
 export async function createLedger(options: LedgerOptions = {}): Promise<Ledger> {
@@ -209,7 +228,7 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
   try {
     const wanted = { layout: config.layout, widthSeconds: config.partitionWidthSeconds };
     // Before any migration: the table layout's would fail on a partitioned table with a less helpful error.
-    checkLayout(await readStoredLayout(driver, config.schema), wanted, config.schema, config.migrate);
+    checkLayout(await storedLayoutAtStart(driver, config), wanted, config.schema, config.migrate);
     if (config.migrate) {
       if (config.layout === 'table') await applyMigrations(driver, config.schema);
       else await applyLayoutMigrations(driver, config.schema, wanted);

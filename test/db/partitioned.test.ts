@@ -11,7 +11,9 @@ import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
  * (test/db/contract.test.ts).
  */
 const HOUR = 3600;
-const backend = postgresBackend();
+// Small pools: the file keeps its ledgers open until the end, and the other test worker shares the server's
+// max_connections (100 by default; seen exhausted in a CI run with the default pool of 20).
+const backend = postgresBackend({ poolSize: 2 });
 // No replay cache: tests move rows by hand, which a process's cache would not see.
 const partitioned = { layout: 'partitioned', partitionWidthSeconds: HOUR, replayCacheEntries: 0 } as const;
 
