@@ -2,17 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type Ledger, ToolFailure, ToolLedgerError } from '../../src/index.js';
+import { type Ledger, ToolFailure } from '../../src/index.js';
 import { backends, partitionedPostgresBackend } from '../support/db.js';
-
-async function rejection(promise: Promise<unknown>): Promise<ToolLedgerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ToolLedgerError);
-  return error as ToolLedgerError;
-}
+import { rejection } from '../support/rejection.js';
 
 const invoiceInput = z.object({ customer: z.string(), amountCents: z.number().int().positive() });
 

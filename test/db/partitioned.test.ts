@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { type Ledger, ToolLedgerError } from '../../src/index.js';
+import type { Ledger } from '../../src/index.js';
 import { listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
 import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
+import { rejection } from '../support/rejection.js';
 
 /**
  * The partitioned layout (`layout: 'partitioned'`) on the shared Postgres: a key stays in one row across partitions,
@@ -43,15 +44,6 @@ async function connectOne(): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: databaseUrl() });
   await client.connect();
   return client;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ToolLedgerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ToolLedgerError);
-  return error as ToolLedgerError;
 }
 
 describe('partitioned layout', () => {
