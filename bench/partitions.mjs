@@ -120,10 +120,11 @@ async function load(admin, schema) {
 }
 
 async function keyIndexBytes(admin, schema, layout) {
-  // The partitioned key index is the sum of its partitions' (they inherit from it).
+  // The table layout's key index is its primary key since migration 8; the partitioned key index is the sum of its
+  // partitions' (they inherit from it).
   const { rows } = await admin.query(
     layout === 'table'
-      ? `SELECT pg_relation_size('"${schema}".tool_runs_key_idx')::bigint AS bytes`
+      ? `SELECT pg_relation_size('"${schema}".tool_runs_pkey')::bigint AS bytes`
       : `SELECT coalesce(sum(pg_relation_size(inhrelid)), 0)::bigint AS bytes FROM pg_inherits
          WHERE inhparent = '"${schema}".tool_runs_key_idx'::regclass`,
   );
