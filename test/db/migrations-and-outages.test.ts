@@ -60,21 +60,27 @@ describe('migrations', () => {
   });
 });
 
+/** A new schema with the default layout's migrations up to `version` applied by hand, as an older release left it. */
+async function schemaAtVersion(version: number): Promise<string> {
+  const schema = fresh();
+  await admin.query(`CREATE SCHEMA "${schema}"`);
+  await admin.query(
+    `CREATE TABLE "${schema}".tool_ledger_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  for (const migration of MIGRATIONS.filter((m) => m.version <= version)) {
+    for (const statement of migration.up(schema).split(/;\n/)) await admin.query(statement);
+    await admin.query(`INSERT INTO "${schema}".tool_ledger_migrations VALUES ($1, $2)`, [
+      migration.version,
+      migration.name,
+    ]);
+  }
+  return schema;
+}
+
 describe('a schema of an earlier version', () => {
   it('migrates with its rows: a run in flight completes, a completed one replays, the in-progress index goes', async () => {
-    const schema = fresh();
+    const schema = await schemaAtVersion(3);
     const t = `"${schema}".tool_runs`;
-    await admin.query(`CREATE SCHEMA "${schema}"`);
-    await admin.query(
-      `CREATE TABLE "${schema}".tool_ledger_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) {
-      for (const statement of migration.up(schema).split(/;\n/)) await admin.query(statement);
-      await admin.query(`INSERT INTO "${schema}".tool_ledger_migrations VALUES ($1, $2)`, [
-        migration.version,
-        migration.name,
-      ]);
-    }
     const hash = (amount: number) => parameterHash({ amount });
     await admin.query(
       `INSERT INTO ${t} (tenant_id, tool_name, idempotency_key, parameter_hash, status, lease_owner, lease_expires_at,
@@ -115,18 +121,7 @@ describe('a schema of an earlier version', () => {
 describe('a schema of version 7', () => {
   /** A schema at version 7 with rows in every table, migrated by a ledger's start or by the printed script. */
   async function schemaAtVersion7(): Promise<string> {
-    const schema = fresh();
-    await admin.query(`CREATE SCHEMA "${schema}"`);
-    await admin.query(
-      `CREATE TABLE "${schema}".tool_ledger_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    for (const migration of MIGRATIONS.filter((m) => m.version <= 7)) {
-      for (const statement of migration.up(schema).split(/;\n/)) await admin.query(statement);
-      await admin.query(`INSERT INTO "${schema}".tool_ledger_migrations VALUES ($1, $2)`, [
-        migration.version,
-        migration.name,
-      ]);
-    }
+    const schema = await schemaAtVersion(7);
     const hash = (amount: number) => parameterHash({ amount });
     await admin.query(
       `INSERT INTO "${schema}".tool_runs (tenant_id, tool_name, idempotency_key, parameter_hash, status, lease_owner,
