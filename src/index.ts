@@ -40,6 +40,7 @@ export type { PgClientLike, PgPoolLike } from './ledger/drivers/pg.js';
 export type { PGliteLike } from './ledger/drivers/pglite.js';
 export {
   type HostPort,
+  type LoadBalanceHosts,
   type ReadWriteClientOptions,
   readWriteClient,
   type TargetSessionAttrs,

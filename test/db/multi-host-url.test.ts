@@ -2,8 +2,10 @@
 // Postgres of the tests, with a host that refuses connections listed first, so the URL's host list is what makes
 // the ledger work. The failover to a promoted standby is test/faults/failover.test.ts.
 import { spawnSync } from 'node:child_process';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, isToolLedgerError } from '../../src/index.js';
+import { pgConnectOptions } from '../../src/ledger/drivers/pg-connect.js';
 import { startProxy } from '../faults/support/proxy.js';
 import { CLI_BIN, ensureBuiltCli } from '../ops/support/cli-build.js';
 import { freePort } from '../ops/support/processes.js';
@@ -147,6 +149,49 @@ describe('createLedger with a multi-host URL', () => {
         await ledger.close();
         await backend.sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       }
+    }
+  });
+
+  it('spreads connections over the hosts with load_balance_hosts=random, and keeps their order without it', async () => {
+    // Two ways to the same server (a loopback proxy and the server itself), as two PgBouncers in front of one
+    // primary are: each connection says which it reached by the port it ended on.
+    const direct = Number(new URL(databaseUrl()).port || 5432);
+    const proxy = await startProxy(direct);
+    const schema = uniqueSchema('mhlb');
+    const ledgers: Awaited<ReturnType<typeof createLedger>>[] = [];
+    try {
+      const portsReached = async (params: string) => {
+        const url = multiHost([`127.0.0.1:${proxy.port}`], params);
+        const options = pgConnectOptions(pg.Client, url, 5000);
+        const reached: number[] = [];
+        for (let i = 0; i < 40; i++) {
+          const Client = options.Client as typeof pg.Client;
+          const client = new Client({ connectionString: options.connectionString });
+          await client.connect();
+          reached.push(client.port);
+          await client.end();
+        }
+        return reached;
+      };
+      const ordered = await portsReached('target_session_attrs=read-write');
+      expect(new Set(ordered)).toEqual(new Set([proxy.port]));
+      // 40 connections all on one of two hosts by chance: 2 in 2^40.
+      const random = await portsReached('target_session_attrs=read-write&load_balance_hosts=random');
+      expect(new Set(random)).toEqual(new Set([proxy.port, direct]));
+
+      const ledger = await createLedger({
+        connectionString: multiHost([refusing, `127.0.0.1:${proxy.port}`], 'load_balance_hosts=random'),
+        schema,
+        telemetry: false,
+      });
+      ledgers.push(ledger);
+      const tool = ledger.tool({ name: 'one', kind: 'mutation', handler: async () => 'ok' });
+      expect(await tool.invoke({}, { key: 'k' })).toMatchObject({ outcome: 'executed', value: 'ok' });
+      expect(await tool.invoke({}, { key: 'k' })).toMatchObject({ outcome: 'replayed', value: 'ok' });
+    } finally {
+      for (const ledger of ledgers) await ledger.close();
+      await proxy.close();
+      await backend.sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     }
   });
 

@@ -9,8 +9,9 @@ import { ToolLedgerError } from '../../contract/errors.js';
  * - hosts and ports as query parameters, which replace the authority's: `postgres:///db?host=h1,h2&port=5432,5433`
  *   (one port for every host, or one per host; an empty item is the default);
  * - percent-encoding anywhere (a socket directory is `%2Fvar%2Frun%2Fpostgresql`);
- * - `target_session_attrs` (any, read-write, primary; the standby values are refused: a ledger writes) and
- *   `connect_timeout` (seconds, per host, as libpq counts it).
+ * - `target_session_attrs` (any, read-write, primary; the standby values are refused: a ledger writes),
+ *   `connect_timeout` (seconds, per host, as libpq counts it) and `load_balance_hosts` (disable, random: libpq 16's
+ *   values, each connection trying the hosts in an order of its own).
  * Keyword strings (`host=a,b port=1,2`) are turned into such a URL first (keyword-string.ts): pg reads none.
  */
 
@@ -22,6 +23,10 @@ export interface HostPort {
 /** The `target_session_attrs` values a ledger can use: each ends on a server that may accept writes. */
 export const TARGET_SESSION_ATTRS = ['any', 'read-write', 'primary'] as const;
 export type TargetSessionAttrs = (typeof TARGET_SESSION_ATTRS)[number];
+
+/** libpq 16's `load_balance_hosts`: the hosts in the order written, or in a random order for each connection. */
+export const LOAD_BALANCE_HOSTS = ['disable', 'random'] as const;
+export type LoadBalanceHosts = (typeof LOAD_BALANCE_HOSTS)[number];
 
 /** libpq's other values, and what each asks for: a server the ledger could not write its claims to. */
 const REFUSED_TARGETS: Readonly<Record<string, string>> = {
@@ -40,6 +45,8 @@ export interface ParsedConnectionUrl {
   readonly params: Readonly<Record<string, string>>;
   /** @default 'any' (libpq's default) */
   readonly targetSessionAttrs: TargetSessionAttrs;
+  /** @default 'disable' (libpq's default) */
+  readonly loadBalanceHosts: LoadBalanceHosts;
   /** `connect_timeout` in milliseconds, per host; 0 when it is zero or negative (no bound, as in libpq). */
   readonly hostConnectTimeoutMs: number | undefined;
   /**
@@ -171,6 +178,12 @@ function urlHost({ host, port }: HostPort): string {
   return `${name}:${port}`;
 }
 
+function loadBalanceOf(value: string | undefined): LoadBalanceHosts {
+  if (value === undefined) return 'disable';
+  if ((LOAD_BALANCE_HOSTS as readonly string[]).includes(value)) return value as LoadBalanceHosts;
+  throw invalid(`load_balance_hosts=${value} is not a libpq value; use random (or disable, the default).`);
+}
+
 /**
  * Parses a libpq connection URL with any number of hosts. Throws `CONFIG_INVALID` (the message names the part at
  * fault, never the password) for what libpq would refuse and for the `target_session_attrs` a ledger cannot use.
@@ -194,11 +207,6 @@ export function parseConnectionUrl(text: string, env: NodeJS.ProcessEnv = proces
     host: host.trim() === '' ? defaultHost : host.trim(),
     port: portNumber((portList.length === 1 ? portList[0] : portList[i])?.trim() ?? '', defaultPort),
   }));
-  if (params.load_balance_hosts !== undefined && params.load_balance_hosts !== 'disable') {
-    throw invalid(
-      `load_balance_hosts=${params.load_balance_hosts} is not supported: the hosts are tried in the order written. Remove it, or set it to disable.`,
-    );
-  }
   let userinfo = parts.userinfo;
   let user: string | undefined;
   let password: string | undefined;
@@ -218,14 +226,15 @@ export function parseConnectionUrl(text: string, env: NodeJS.ProcessEnv = proces
     database,
     params,
     targetSessionAttrs: targetOf(params.target_session_attrs),
+    loadBalanceHosts: loadBalanceOf(params.load_balance_hosts),
     hostConnectTimeoutMs: timeoutOf(params.connect_timeout),
     singleHostUrl: `${parts.scheme}${userinfo ?? ''}${urlHost(first)}${parts.path}${kept.length > 0 ? `?${kept.join('&')}` : ''}`,
   };
 }
 
 /**
- * Whether a connection string needs more than pg reads: several hosts, or a `target_session_attrs` at all (a
- * refused value must be refused, not ignored as pg ignores it). Anything else goes to pg exactly as before.
+ * Whether a connection string needs more than pg reads: several hosts, or a `target_session_attrs` or
+ * `load_balance_hosts` at all (a refused value must be refused, not ignored as pg ignores it). Anything else goes to pg exactly as before.
  */
 export function isMultiHostUrl(text: string): boolean {
   const parts = splitUrl(text);
@@ -233,7 +242,11 @@ export function isMultiHostUrl(text: string): boolean {
   if (parts.hostspec.includes(',')) return true;
   return parts.query.some((pair) => {
     const [name = '', value = ''] = pair.split('=');
-    return name === 'target_session_attrs' || ((name === 'host' || name === 'port') && /,|%2c/i.test(value));
+    return (
+      name === 'target_session_attrs' ||
+      name === 'load_balance_hosts' ||
+      ((name === 'host' || name === 'port') && /,|%2c/i.test(value))
+    );
   });
 }
 

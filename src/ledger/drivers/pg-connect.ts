@@ -35,6 +35,7 @@ export function pgConnectOptions<C extends new (...args: never[]) => object>(
     connectionTimeoutMillis: hostConnectTimeoutMs * (target.hosts.length + 1),
     Client: readWriteClient(Client as never, target.hosts, {
       targetSessionAttrs: target.targetSessionAttrs,
+      loadBalanceHosts: target.loadBalanceHosts,
       hostConnectTimeoutMs,
     }) as C,
   };

@@ -1,5 +1,11 @@
 import { ToolLedgerError } from '../../contract/errors.js';
-import { type HostPort, TARGET_SESSION_ATTRS, type TargetSessionAttrs } from './connection-url.js';
+import {
+  type HostPort,
+  LOAD_BALANCE_HOSTS,
+  type LoadBalanceHosts,
+  TARGET_SESSION_ATTRS,
+  type TargetSessionAttrs,
+} from './connection-url.js';
 
 /**
  * libpq's host list and `target_session_attrs` for node-postgres, which has neither. A multi-host connection URL
@@ -12,7 +18,7 @@ import { type HostPort, TARGET_SESSION_ATTRS, type TargetSessionAttrs } from './
  * (LISTEN, renewals) is made with the same class.
  */
 
-export type { HostPort, TargetSessionAttrs } from './connection-url.js';
+export type { HostPort, LoadBalanceHosts, TargetSessionAttrs } from './connection-url.js';
 
 export interface ReadWriteClientOptions {
   /**
@@ -28,6 +34,13 @@ export interface ReadWriteClientOptions {
    * @default the pool's connectionTimeoutMillis, per host
    */
   readonly hostConnectTimeoutMs?: number;
+  /**
+   * The order each new connection tries the hosts in, as libpq 16's `load_balance_hosts`: `disable`, as given;
+   * `random`, shuffled for every connection, so a pool's connections spread over several PgBouncers (or several
+   * servers that all pass the target's check) instead of all going to the first.
+   * @default 'disable'
+   */
+  readonly loadBalanceHosts?: LoadBalanceHosts;
 }
 
 /** The parts of pg's Client used here. */
@@ -93,6 +106,22 @@ function reason(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** A copy of `hosts` in a uniformly random order (Fisher-Yates). */
+function shuffled(hosts: readonly HostPort[]): HostPort[] {
+  const order = [...hosts];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j] as HostPort, order[i] as HostPort];
+  }
+  return order;
+}
+
+/** Each `load_balance_hosts` value's host order for one connection. */
+const HOST_ORDERS = {
+  disable: (hosts) => hosts,
+  random: shuffled,
+} as const satisfies Record<LoadBalanceHosts, (hosts: readonly HostPort[]) => readonly HostPort[]>;
+
 function checkOptions(hosts: readonly HostPort[], options: ReadWriteClientOptions): TargetSessionAttrs {
   const target = options.targetSessionAttrs ?? 'read-write';
   if (!(TARGET_SESSION_ATTRS as readonly string[]).includes(target)) {
@@ -103,6 +132,13 @@ function checkOptions(hosts: readonly HostPort[], options: ReadWriteClientOption
   }
   if (!Array.isArray(hosts) || hosts.length === 0) {
     throw new ToolLedgerError('CONFIG_INVALID', 'readWriteClient needs at least one { host, port } to try.');
+  }
+  const balance = options.loadBalanceHosts;
+  if (balance !== undefined && !(LOAD_BALANCE_HOSTS as readonly string[]).includes(balance)) {
+    throw new ToolLedgerError(
+      'CONFIG_INVALID',
+      `readWriteClient's loadBalanceHosts ${JSON.stringify(balance)} is not one of 'disable' or 'random'.`,
+    );
   }
   const ms = options.hostConnectTimeoutMs;
   if (ms !== undefined && !(Number.isFinite(ms) && ms >= 0)) {
@@ -121,6 +157,7 @@ export function readWriteClient<C extends AnyClientClass>(
 ): C {
   const target = checkOptions(hosts, options);
   const check = SESSION_CHECKS[target];
+  const orderOf = HOST_ORDERS[options.loadBalanceHosts ?? 'disable'];
   const perHost = (given: Record<string, unknown> | undefined) =>
     options.hostConnectTimeoutMs === undefined
       ? given
@@ -145,11 +182,12 @@ export function readWriteClient<C extends AnyClientClass>(
     async #connect(): Promise<void> {
       const tried: string[] = [];
       const errors: unknown[] = [];
-      for (const [i, host] of hosts.entries()) {
+      const order = orderOf(hosts);
+      for (const [i, host] of order.entries()) {
         const name = `${host.host}:${host.port}`;
         // A pg Client connects once: every host but the last is probed by a client of its own, so the one handed
         // out connects only to a host that will do. The last has no alternative, so it is checked in place.
-        const last = i === hosts.length - 1;
+        const last = i === order.length - 1;
         const probe = last ? this : new (Client as unknown as ClientClass)(this.#options);
         if (!last) probe.on('error', () => {});
         pointAt(probe, host);

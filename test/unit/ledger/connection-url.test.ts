@@ -123,6 +123,16 @@ describe('parseConnectionUrl', () => {
     expect(parsed.singleHostUrl).toBe(single);
   });
 
+  it('reads load_balance_hosts (disable by default) and keeps it from pg', () => {
+    expect(parseConnectionUrl('postgres://a,b/db', env).loadBalanceHosts).toBe('disable');
+    const parsed = parseConnectionUrl('postgres://a,b/db?load_balance_hosts=random&sslmode=disable', env);
+    expect(parsed.loadBalanceHosts).toBe('random');
+    expect(parsed.singleHostUrl).toBe('postgres://a:5432/db?sslmode=disable');
+    expect(() => multiHostTarget('postgres://db/app?load_balance_hosts=sometimes', env)).toThrow(
+      /load_balance_hosts=sometimes/,
+    );
+  });
+
   it('takes PGHOST and PGPORT for empty items, as pg does for one host', () => {
     const parsed = parseConnectionUrl('postgres://,b/db', { PGHOST: 'pg-default', PGPORT: '6000' });
     expect(parsed.hosts).toEqual([
@@ -154,7 +164,10 @@ describe('parseConnectionUrl', () => {
     ['postgres://u:topsecret@a,b/db?connect_timeout=2.5', /connect_timeout=2.5 is not a whole number/],
     ['postgres://u:topsecret@a,b/db?sslmode', /"sslmode" has no "=value"/],
     ['postgres://u:topsecret@a,b/d%zzb', /database name has a malformed percent-encoding/],
-    ['postgres://u:topsecret@a,b/db?load_balance_hosts=random', /load_balance_hosts=random is not supported/],
+    [
+      'postgres://u:topsecret@a,b/db?load_balance_hosts=shuffle',
+      /load_balance_hosts=shuffle is not a libpq value/,
+    ],
     ['mysql://a,b/db', /starts with postgres:\/\//],
   ])('refuses %s', (url, message) => {
     const error = catchError(() => parseConnectionUrl(url, env));
@@ -285,6 +298,7 @@ describe('readWriteClient options', () => {
   it.each([
     [{ targetSessionAttrs: 'standby' }, /never a standby/],
     [{ hostConnectTimeoutMs: -1 }, /hostConnectTimeoutMs must be/],
+    [{ loadBalanceHosts: 'round-robin' }, /loadBalanceHosts "round-robin" is not one of/],
   ])('refuses %o with CONFIG_INVALID', (options, message) => {
     const error = catchError(() => readWriteClient(Client, [{ host: 'a', port: 1 }], options as never));
     expect((error as ToolLedgerError).code).toBe('CONFIG_INVALID');
