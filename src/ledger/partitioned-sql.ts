@@ -66,7 +66,9 @@ BEGIN
   CREATE TABLE ${q}.tool_runs (LIKE ${q}.tool_runs_legacy INCLUDING DEFAULTS) PARTITION BY RANGE (expires_at);
   CREATE SEQUENCE ${q}.tool_runs_run_id_seq OWNED BY ${q}.tool_runs.id;
   ALTER TABLE ${q}.tool_runs ALTER COLUMN id SET DEFAULT nextval(${quoteLiteral(`${q}.tool_runs_run_id_seq`)}::regclass);
-  ALTER TABLE ${q}.tool_runs ADD CONSTRAINT tool_runs_pkey PRIMARY KEY (id, expires_at);
+  -- Tenant first, as every unique constraint must be for Citus to distribute by tenant (partitioned migration 3
+  -- brings schemas converted before to this key).
+  ALTER TABLE ${q}.tool_runs ADD CONSTRAINT tool_runs_pkey PRIMARY KEY (tenant_id, id, expires_at);
   CREATE INDEX tool_runs_key_idx ON ${q}.tool_runs (tenant_id, tool_name, idempotency_key);
   CREATE INDEX tool_runs_job_idx ON ${q}.tool_runs (tenant_id, tool_name, job_id) WHERE job_id IS NOT NULL;
   COMMENT ON TABLE ${q}.tool_runs IS 'tool-ledger: one row per (tenant, tool, idempotency key), partitioned by expires_at';
@@ -84,6 +86,26 @@ BEGIN
   INSERT INTO ${settingsTable(schema)} (name, value) VALUES
     (${quoteLiteral(LAYOUT_SETTING)}, 'partitioned'), (${quoteLiteral(PARTITION_WIDTH_SETTING)}, ${quoteLiteral(String(widthSeconds))})
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = now();
+END $tool_ledger$`;
+}
+
+/**
+ * Partitioned migration 3: the primary key becomes `(tenant_id, id, expires_at)`, for schemas converted while it
+ * was `(id, expires_at)`; one converted since has it already and is left as it is. Citus refuses to distribute a
+ * table whose unique constraints lack the distribution column. The new key is built on every partition, the
+ * legacy one included, under an exclusive lock on the table: a populated schema pays about one index build.
+ */
+export function tenantFirstKeySql(schema: string): string {
+  const q = quoteIdent(schema);
+  return `DO $tool_ledger$
+BEGIN
+  IF NOT EXISTS (
+    SELECT 1 FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+    WHERE c.conrelid = ${quoteLiteral(`${q}.tool_runs`)}::regclass AND c.contype = 'p' AND a.attname = 'tenant_id'
+  ) THEN
+    ALTER TABLE ${q}.tool_runs DROP CONSTRAINT tool_runs_pkey;
+    ALTER TABLE ${q}.tool_runs ADD CONSTRAINT tool_runs_pkey PRIMARY KEY (tenant_id, id, expires_at);
+  END IF;
 END $tool_ledger$`;
 }
 
@@ -133,6 +155,17 @@ END $fn$`;
 }
 
 /**
+ * The statement the claim function runs under its lock: `claimSql` without its `ON CONFLICT`, which needs a unique
+ * index on the key that a table partitioned by expiry cannot have. Same parameters, $1 to $13.
+ */
+export function lockedClaimSql(schema: string): string {
+  const claim = claimSql(schema);
+  const unlocked = claim.replace(/\n\s*ON CONFLICT \(tenant_id, tool_name, idempotency_key\) DO NOTHING/, '');
+  if (unlocked === claim) throw new Error('claimSql changed shape: update lockedClaimSql');
+  return unlocked;
+}
+
+/**
  * The claim function: the table layout's claim statement (`claimSql`) run under an advisory lock on the key, so it
  * needs no `ON CONFLICT` (which needs a unique index). A takeover moves the row's `expires_at` forward, and
  * Postgres runs an update that leaves its partition as a delete plus an insert into the right one; an update that
@@ -143,9 +176,7 @@ END $fn$`;
  * writes, before its first row is returned, so a retried attempt never leaves rows of the failed one behind.
  */
 export function claimFunctionSql(schema: string): string {
-  const claim = claimSql(schema);
-  const unlocked = claim.replace(/\n\s*ON CONFLICT \(tenant_id, tool_name, idempotency_key\) DO NOTHING/, '');
-  if (unlocked === claim) throw new Error('claimSql changed shape: update claimFunctionSql');
+  const unlocked = lockedClaimSql(schema);
   return `CREATE OR REPLACE FUNCTION ${fn(schema, 'tool_ledger_claim')}(text, text, text, text, text, text, float8, float8,
   text, text, text, boolean, boolean)
 RETURNS TABLE (claim text, id text, user_id text, parameter_hash text, status text, final boolean, attempt integer,

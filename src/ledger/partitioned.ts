@@ -12,6 +12,7 @@ import {
   maintainFunctionSql,
   PARTITION_WIDTH_SETTING,
   partitionedVersionTable,
+  tenantFirstKeySql,
 } from './partitioned-sql.js';
 import { readSettingSql } from './sql.js';
 
@@ -50,6 +51,11 @@ export const PARTITIONED_MIGRATIONS: readonly PartitionedMigration[] = [
       // The first partitions, so the first claims need not make them; a ledger's start makes the rest of its TTL's.
       `SELECT count(*) FROM ${quoteIdentSchema(schema)}.tool_ledger_ensure_partitions(now(), now() + make_interval(secs => ${2 * width}))`,
     ],
+  },
+  {
+    version: 3,
+    name: 'tool_runs_tenant_first_key',
+    up: (schema) => [tenantFirstKeySql(schema)],
   },
 ];
 

@@ -266,7 +266,31 @@ describe('migration from the table layout', () => {
     const versions = await backend.sql<{ version: number }>(
       `SELECT version FROM "${schema}".tool_ledger_partitioned_migrations ORDER BY version`,
     );
-    expect(versions.map((v) => v.version)).toEqual([1, 2]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3]);
+  });
+
+  it('moves a schema converted with the (id, expires_at) key to the tenant-first key, keeping its rows', async () => {
+    const ledger = await backend.open(partitioned);
+    const { schema } = ledger;
+    const before = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => 'first' });
+    await before.call({}, { key: 'kept' });
+    await ledger.close();
+    // The schema as partitioned migrations 1 and 2 left it before migration 3 existed.
+    await backend.sql(`ALTER TABLE "${schema}".tool_runs DROP CONSTRAINT tool_runs_pkey`);
+    await backend.sql(
+      `ALTER TABLE "${schema}".tool_runs ADD CONSTRAINT tool_runs_pkey PRIMARY KEY (id, expires_at)`,
+    );
+    await backend.sql(`DELETE FROM "${schema}".tool_ledger_partitioned_migrations WHERE version = 3`);
+
+    const reopened = await backend.open({ schema, ...partitioned });
+    const [key] = await backend.sql<{ def: string }>(
+      `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint
+       WHERE conrelid = to_regclass('"${schema}".tool_runs') AND contype = 'p'`,
+    );
+    expect(key?.def).toBe('PRIMARY KEY (tenant_id, id, expires_at)');
+    const after = reopened.tool({ name: 'charge', kind: 'mutation', handler: () => 'second' });
+    expect(await after.invoke({}, { key: 'kept' })).toMatchObject({ outcome: 'replayed', value: 'first' });
+    expect(await after.invoke({}, { key: 'new' })).toMatchObject({ outcome: 'executed', value: 'second' });
   });
 
   it('drops the legacy partition whole once every row in it has expired', async () => {

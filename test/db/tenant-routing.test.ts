@@ -1,18 +1,26 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationSql } from '../../src/index.js';
+import { partitionedMigrationScript } from '../../src/ledger/partitioned.js';
+import { lockedClaimSql } from '../../src/ledger/partitioned-sql.js';
 import * as sql from '../../src/ledger/sql.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 
 /**
  * Citus routes a statement to one shard when every table it touches is filtered by a constant distribution
  * column. Citus does not run here, so the same property is shown on Postgres' own hash partitioning by
- * `tenant_id`: the plan of every hot-path statement, with its parameters, touches exactly one partition.
+ * `tenant_id`: the plan of every hot-path statement, with its parameters, touches exactly one partition. The
+ * partitioned layout (range by expiry) is shown the same way with every range partition hash-partitioned by
+ * tenant, as Citus shards each partition of a distributed partitioned table.
  */
 const PARTITIONS = 4;
 const admin = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
 const plain = uniqueSchema('route_src');
 const schema = uniqueSchema('route');
+const partitionedSource = uniqueSchema('route_psrc');
+const byExpiry = uniqueSchema('route_p');
+/** Range partitions of the partitioned model: expired rows and live ones, each split by tenant. */
+const RANGES = ['past', 'live'] as const;
 
 beforeAll(async () => {
   // The ledger's own layout, migrated to the latest version, is the model the partitioned copy is made from.
@@ -31,8 +39,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.query(`DROP SCHEMA IF EXISTS "${plain}" CASCADE`);
+  for (const name of [schema, plain, byExpiry, partitionedSource]) {
+    await admin.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+  }
   await admin.end();
 });
 
@@ -41,7 +50,8 @@ function partitionsIn(plan: unknown, found = new Set<string>()): Set<string> {
   if (Array.isArray(plan)) for (const p of plan) partitionsIn(p, found);
   else if (plan && typeof plan === 'object') {
     for (const [k, v] of Object.entries(plan)) {
-      if (k === 'Relation Name' && typeof v === 'string' && /^tool_runs_p\d+$/.test(v)) found.add(v);
+      if (k === 'Relation Name' && typeof v === 'string' && /^tool_runs_(p|r_\w+_h)\d+$/.test(v))
+        found.add(v);
       else partitionsIn(v, found);
     }
   }
@@ -49,13 +59,13 @@ function partitionsIn(plan: unknown, found = new Set<string>()): Set<string> {
 }
 
 /** The partition a tenant's rows land in, by Postgres' own tuple routing. */
-async function partitionOf(tenant: string): Promise<string> {
+async function partitionOf(tenant: string, into = schema): Promise<string> {
   const client = await admin.connect();
   try {
     await client.query('BEGIN');
     const { rows } = await client.query(
-      `INSERT INTO ${sql.runsTable(schema)} (tenant_id, tool_name, idempotency_key, parameter_hash, status, expires_at)
-       VALUES ($1, 'probe', 'probe', 'h', 'succeeded', now()) RETURNING tableoid::regclass::text AS part`,
+      `INSERT INTO ${sql.runsTable(into)} (tenant_id, tool_name, idempotency_key, parameter_hash, status, expires_at)
+       VALUES ($1, 'probe', 'probe', 'h', 'succeeded', now() + interval '1 hour') RETURNING tableoid::regclass::text AS part`,
       [tenant],
     );
     return String(rows[0].part).replace(/^.*\./, '');
@@ -63,6 +73,22 @@ async function partitionOf(tenant: string): Promise<string> {
     await client.query('ROLLBACK');
     client.release();
   }
+}
+
+/** The unique indexes (the primary key among them) of the tables that hold a tenant's rows, as `table: columns`. */
+async function uniqueKeys(of: string): Promise<string[]> {
+  const { rows } = await admin.query(
+    `SELECT c.relname AS table, string_agg(a.attname, ', ' ORDER BY k.n) AS columns
+     FROM pg_index i
+     JOIN pg_class c ON c.oid = i.indrelid
+     JOIN pg_namespace s ON s.oid = c.relnamespace
+     CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+     WHERE s.nspname = $1 AND i.indisunique AND c.relname IN ('tool_runs', 'tool_runs_forgotten', 'tool_runs_resolved')
+     GROUP BY c.relname, i.indexrelid ORDER BY 1`,
+    [of],
+  );
+  return rows.map((r) => `${r.table}: ${r.columns}`);
 }
 
 async function plannedPartitions(text: string, params: unknown[]): Promise<Set<string>> {
@@ -88,19 +114,38 @@ const claim: sql.ClaimFields = {
 };
 const fence = ['acme', 'create_invoice', 'k1', 1, 'host:1:x:1'];
 
-/** Every hot-path statement the ledger sends, with parameters as the store sends them. */
-const HOT_PATH: Record<string, [text: string, params: unknown[]]> = {
-  'the claim (and the replay read it is)': [sql.claimSql(schema), sql.claimParams(claim)],
-  'the bare insert of a fresh key': [sql.insertRunSql(schema), sql.insertRunParams(claim)],
+type Statement = [text: string, params: unknown[]];
+
+/** The statements of a call that follow the claim, the same in both layouts. */
+const afterClaim = (on: string): Record<string, Statement> => ({
   'the fenced completion': [
-    sql.completeSql(schema),
+    sql.completeSql(on),
     [...fence, 'succeeded', false, '{"ok":true}', null, 86400, 'tool_ledger_chan'],
   ],
-  'a lease renewal': [sql.renewLeaseSql(schema), [...fence, 30]],
-  'a step started': [sql.startStepSql(schema), [...fence, 'charge', 'token']],
-  'a step finished': [sql.finishStepSql(schema), [...fence, 'charge', 'succeeded', '"ch_1"', null]],
-  'a refused reuse counted': [sql.recordConflictSql(schema), ['acme', 'create_invoice', 'k1']],
-  'a job lookup': [sql.findJobSql(schema), ['acme', 'create_invoice', 'job-1']],
+  'a lease renewal': [sql.renewLeaseSql(on), [...fence, 30]],
+  'a step started': [sql.startStepSql(on), [...fence, 'charge', 'token']],
+  'a step finished': [sql.finishStepSql(on), [...fence, 'charge', 'succeeded', '"ch_1"', null]],
+  'a refused reuse counted': [sql.recordConflictSql(on), ['acme', 'create_invoice', 'k1']],
+  'a job lookup': [sql.findJobSql(on), ['acme', 'create_invoice', 'job-1']],
+});
+
+/** Every hot-path statement the ledger sends, with parameters as the store sends them. */
+const HOT_PATH: Record<string, Statement> = {
+  'the claim (and the replay read it is)': [sql.claimSql(schema), sql.claimParams(claim)],
+  'the bare insert of a fresh key': [sql.insertRunSql(schema), sql.insertRunParams(claim)],
+  ...afterClaim(schema),
+};
+
+/**
+ * The partitioned layout's: its claim is `tool_ledger_claim()`, whose plan EXPLAIN cannot open, so the statement
+ * the function runs under its lock is planned instead, with the same parameters. It has no bare insert.
+ */
+const PARTITIONED_HOT_PATH: Record<string, Statement> = {
+  'the claim the function runs (and the replay read it is)': [
+    lockedClaimSql(byExpiry),
+    sql.claimParams(claim),
+  ],
+  ...afterClaim(byExpiry),
 };
 
 /**
@@ -134,7 +179,9 @@ describe('every hot-path statement routes by tenant', () => {
 
   it('spreads tenants over the partitions, so one partition in a plan is a choice and not the only one', async () => {
     const parts = new Set(
-      await Promise.all(['acme', 'globex', 'initech', 'umbrella', 'hooli'].map(partitionOf)),
+      await Promise.all(
+        ['acme', 'globex', 'initech', 'umbrella', 'hooli'].map((tenant) => partitionOf(tenant)),
+      ),
     );
     expect(parts.size).toBeGreaterThan(1);
   });
@@ -156,6 +203,59 @@ describe('every hot-path statement routes by tenant', () => {
       // only that one. Every statement that reads or updates rows names exactly the tenant's.
       if (/^INSERT/.test(text)) expect([...planned]).toEqual([]);
       else expect([...planned]).toEqual([own]);
+    },
+  );
+});
+
+describe('the partitioned layout routes by tenant too', () => {
+  beforeAll(async () => {
+    await admin.query(partitionedMigrationScript(partitionedSource, 3600));
+    await admin.query(`CREATE SCHEMA "${byExpiry}"`);
+    const t = sql.runsTable(byExpiry);
+    await admin.query(
+      `CREATE TABLE ${t} (LIKE ${sql.runsTable(partitionedSource)} INCLUDING ALL) PARTITION BY RANGE (expires_at)`,
+    );
+    const bounds = { past: ['MINVALUE', 'now()'], live: ['now()', 'MAXVALUE'] } as const;
+    for (const range of RANGES) {
+      const [from, to] = bounds[range];
+      await admin.query(
+        `CREATE TABLE "${byExpiry}".tool_runs_r_${range} PARTITION OF ${t} FOR VALUES FROM (${from}) TO (${to}) PARTITION BY HASH (tenant_id)`,
+      );
+      for (let i = 0; i < PARTITIONS; i++) {
+        await admin.query(
+          `CREATE TABLE "${byExpiry}".tool_runs_r_${range}_h${i} PARTITION OF "${byExpiry}".tool_runs_r_${range} FOR VALUES WITH (MODULUS ${PARTITIONS}, REMAINDER ${i})`,
+        );
+      }
+    }
+  });
+
+  it('has the tenant first in every unique key, in both layouts (Citus refuses any other)', async () => {
+    for (const of of [plain, partitionedSource]) {
+      const keys = await uniqueKeys(of);
+      expect(keys.length).toBeGreaterThanOrEqual(3);
+      for (const key of keys) expect(key).toMatch(/^\w+: tenant_id\b/);
+    }
+    expect(await uniqueKeys(partitionedSource)).toContain('tool_runs: tenant_id, id, expires_at');
+  });
+
+  it('finds every sub-partition in the plan of a write by id, which is what the check is there to catch', async () => {
+    const byId = await plannedPartitions(
+      `UPDATE ${sql.runsTable(byExpiry)} SET attempt = attempt + 1 WHERE id = $1::bigint`,
+      [1],
+    );
+    expect(byId.size).toBe(RANGES.length * PARTITIONS);
+  });
+
+  it.each(Object.entries(PARTITIONED_HOT_PATH))(
+    "%s touches only the tenant's sub-partition of each range",
+    async (_what, [text, params]) => {
+      // A key says nothing of its expiry, so every range partition is read; within each, only the tenant's part.
+      const own = (await partitionOf('acme', byExpiry)).replace(/^tool_runs_r_\w+?_/, '');
+      const planned = [...(await plannedPartitions(text, params))].sort();
+      expect(planned.length).toBeGreaterThan(0);
+      expect(planned.length).toBeLessThanOrEqual(RANGES.length);
+      for (const part of planned)
+        expect(part).toMatch(new RegExp(`^tool_runs_r_(${RANGES.join('|')})_${own}$`));
     },
   );
 });
