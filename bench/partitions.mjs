@@ -8,13 +8,12 @@
 //     leaves its pages behind; a dropped partition takes its index with it).
 // Runs on a Postgres of its own (Debian's PG 15 binaries, data directory under BENCH_PARTITION_DIR, default
 // /work/.bench-partitions or the OS temp dir), never the shared server. Needs `npm run build`.
-import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createLedger } from '../dist/index.js';
+import { startCluster } from './support/postgres-cluster.mjs';
 
 const ROWS = Number(process.env.BENCH_PARTITION_ROWS ?? 10_000_000);
 const EXPIRED_HOURS = Number(process.env.BENCH_PARTITION_EXPIRED_HOURS ?? 2);
@@ -24,77 +23,24 @@ const HOUR = 3600;
 const WIDTH = Number(process.env.BENCH_PARTITION_WIDTH_SECONDS ?? HOUR);
 const BIN = '/usr/lib/postgresql/15/bin';
 
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-
 async function startPostgres() {
   if (!existsSync(join(BIN, 'postgres'))) throw new Error(`bench/partitions.mjs needs Postgres 15 in ${BIN}`);
-  const root =
-    process.env.BENCH_PARTITION_DIR ?? (existsSync('/work') ? '/work/.bench-partitions' : tmpdir());
-  mkdirSync(root, { recursive: true });
-  const dir = mkdtempSync(join(root, 'pg-'));
-  const asUser =
-    process.getuid?.() === 0
-      ? {
-          uid: Number(execFileSync('id', ['-u', 'postgres']).toString()),
-          gid: Number(execFileSync('id', ['-g', 'postgres']).toString()),
-        }
-      : undefined;
-  if (asUser) chownSync(dir, asUser.uid, asUser.gid);
-  const data = join(dir, 'data');
-  execFileSync(join(BIN, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync'], {
-    stdio: 'ignore',
-    ...asUser,
-  });
-  const port = await freePort();
-  const settings = {
-    listen_addresses: '127.0.0.1',
-    shared_buffers: '1GB',
-    max_wal_size: '16GB',
-    checkpoint_timeout: '30min',
-    maintenance_work_mem: '512MB',
-    // Autovacuum would run during the measured purge on one side only: off, and VACUUM by hand after the load.
-    autovacuum: 'off',
-  };
-  const child = spawn(
-    join(BIN, 'postgres'),
-    [
-      '-D',
-      data,
-      '-p',
-      String(port),
-      '-k',
-      dir,
-      ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-    ],
-    { stdio: 'ignore', ...asUser },
-  );
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  for (let i = 0; i < 300; i++) {
-    const probe = new pg.Client({ connectionString: url });
-    try {
-      await probe.connect();
-      await probe.end();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return {
-    url,
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGINT');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
+  const cluster = await startCluster({
+    bin: BIN,
+    root: process.env.BENCH_PARTITION_DIR ?? (existsSync('/work') ? '/work/.bench-partitions' : tmpdir()),
+    prefix: 'pg-',
+    settings: {
+      shared_buffers: '1GB',
+      max_wal_size: '16GB',
+      checkpoint_timeout: '30min',
+      maintenance_work_mem: '512MB',
+      // Autovacuum would run during the measured purge on one side only: off, and VACUUM by hand after the load.
+      autovacuum: 'off',
     },
-  };
+    // The shutdown checkpoint after a load of millions of rows takes a while; the directory goes anyway.
+    killAfterMs: 120_000,
+  });
+  return { url: cluster.url, stop: () => cluster.destroy('fast') };
 }
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];

