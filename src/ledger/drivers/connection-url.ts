@@ -234,7 +234,8 @@ export function parseConnectionUrl(text: string, env: NodeJS.ProcessEnv = proces
 
 /**
  * Whether a connection string needs more than pg reads: several hosts, or a `target_session_attrs` or
- * `load_balance_hosts` at all (a refused value must be refused, not ignored as pg ignores it). Anything else goes to pg exactly as before.
+ * `load_balance_hosts` at all (a refused value must be refused, not ignored as pg ignores it). Anything else goes
+ * to pg exactly as before.
  */
 export function isMultiHostUrl(text: string): boolean {
   const parts = splitUrl(text);
