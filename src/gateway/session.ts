@@ -134,13 +134,17 @@ export class GatewaySession {
     return this.#checking;
   }
 
-  #send(target: GatewayTransport, message: JsonRpcMessage, relatedRequestId?: string | number): void {
+  /** Sends without throwing (a failure is logged); settles once the transport has taken the message. */
+  #send(
+    target: GatewayTransport,
+    message: JsonRpcMessage,
+    relatedRequestId?: string | number,
+  ): Promise<void> {
     const options = relatedRequestId === undefined ? undefined : { relatedRequestId };
-    target.send(message, options).catch((error: unknown) => {
+    return target.send(message, options).catch((error: unknown) => {
       // A request's stream may have ended (its answer went out): notifications then take the standalone stream.
       if (relatedRequestId !== undefined && message.id === undefined) {
-        target.send(message).catch(() => {});
-        return;
+        return target.send(message).catch(() => {});
       }
       this.shared.log(
         `tool-ledger gateway: could not relay ${message.method ?? 'a response'}: ${(error as Error).message}`,
@@ -181,11 +185,14 @@ export class GatewaySession {
       this.#relayed.delete(id);
       this.#listRequests.delete(id);
       this.#forgetProgress(id);
-      this.#send(this.downstream, {
-        jsonrpc: '2.0',
-        id,
-        error: { code: -32603, message: `tool-ledger gateway: ${message.method} ${why}` },
-      });
+      // Tracked, so a closing session answers it before it closes the client side.
+      this.#track(
+        this.#send(this.downstream, {
+          jsonrpc: '2.0',
+          id,
+          error: { code: -32603, message: `tool-ledger gateway: ${message.method} ${why}` },
+        }),
+      );
     };
     if (this.requests.closed || this.#closing) {
       fail('could not be sent: the upstream MCP server is not connected.');
@@ -282,7 +289,7 @@ export class GatewaySession {
     const params = isRecord(message.params) ? message.params : {};
     const name = params.name;
     if (typeof name !== 'string') {
-      this.#send(this.downstream, {
+      await this.#send(this.downstream, {
         jsonrpc: '2.0',
         id,
         error: { code: -32602, message: 'tools/call needs params.name, the name of the tool to call.' },
@@ -312,9 +319,10 @@ export class GatewaySession {
       });
       // A cancelled request gets no answer (MCP: the receiver of a cancellation does not respond).
       if (abort.signal.aborted) return;
-      this.#send(this.downstream, { jsonrpc: '2.0', id, ...answer } as JsonRpcMessage);
+      // Awaited: the call is in flight until its answer is with the client's transport, so close() waits for it.
+      await this.#send(this.downstream, { jsonrpc: '2.0', id, ...answer } as JsonRpcMessage);
     } catch (error) {
-      this.#send(this.downstream, {
+      await this.#send(this.downstream, {
         jsonrpc: '2.0',
         id,
         error: { code: -32603, message: `tool-ledger gateway: ${(error as Error).message}` },
@@ -331,34 +339,53 @@ export class GatewaySession {
     this.requests.closeAll();
     for (const id of [...this.#relayed]) {
       this.#relayed.delete(id);
-      this.#send(this.downstream, {
-        jsonrpc: '2.0',
-        id,
-        error: {
-          code: -32603,
-          message: 'tool-ledger gateway: the upstream MCP server went away before it answered.',
-        },
-      });
+      this.#track(
+        this.#send(this.downstream, {
+          jsonrpc: '2.0',
+          id,
+          error: {
+            code: -32603,
+            message: 'tool-ledger gateway: the upstream MCP server went away before it answered.',
+          },
+        }),
+      );
     }
     await this.close();
   }
 
-  /** Answers the calls in flight (bounded), then closes both sides. */
+  /**
+   * Answers the calls in flight (bounded), then closes both sides. Calls the client sends while the session
+   * closes are answered too (they cannot reach the upstream, so they fail as retryable): the client side closes
+   * only once nothing is in flight, or at the drain deadline.
+   */
   async close(): Promise<void> {
     if (this.#closing) return this.closed;
     this.#closing = true;
     clearInterval(this.#pinger);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#inFlight]),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+    await this.#drain(deadline);
     this.requests.closeAll();
-    await Promise.allSettled([this.upstream.close(), this.downstream.close()]);
+    await Promise.allSettled([this.upstream.close()]);
+    await this.#drain(deadline);
+    await Promise.allSettled([this.downstream.close()]);
     this.#resolveClosed();
     return this.closed;
+  }
+
+  /** Waits until no work is in flight, including work that starts meanwhile, or until the deadline. */
+  async #drain(deadline: number): Promise<void> {
+    // Bounded in count as well as time: each round waits for at least one piece of work to settle.
+    for (let round = 0; round < 10_000 && this.#inFlight.size > 0; round++) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#inFlight]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, left);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
   }
 }

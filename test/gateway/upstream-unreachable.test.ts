@@ -1,5 +1,8 @@
-// A request that never reached the upstream (its HTTP server is gone: connection refused) is a retryable failure:
-// nothing happened, nothing final is saved, and the same key may run it later.
+// An HTTP upstream that cannot be reached any more (its server is gone: connection refused). The gateway notices
+// the broken stream, finds nobody on a ping and ends the client's session: the client's next request gets HTTP 404
+// at once (MCP: start a new session), a new session cannot start while the upstream is down, and nothing is
+// saved for a call that never reached the gateway. A call that reaches a session while it ends is answered as a
+// retryable TOOL_FAILED (closing-session.test.ts holds the session at that moment).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
@@ -8,13 +11,12 @@ import {
   database,
   databaseUrl,
   EVERYTHING_SERVER,
-  errorCode,
+  eventually,
   freePort,
   httpClient,
   httpGateway,
   outcome,
   spawnUntil,
-  texts,
 } from './support.js';
 
 const db = database();
@@ -47,22 +49,28 @@ afterAll(async () => {
 });
 
 describe('an upstream that cannot be reached', () => {
-  it('answers a retryable TOOL_FAILED and saves nothing final', async () => {
+  it('ends the session (404 for its next request), refuses new sessions at once, and saves nothing', async () => {
     expect(outcome(await callTool(client, 'toggle-simulated-logging', { idempotency_key: 'up-1' }))).toBe(
       'executed',
     );
     await upstream.stop();
-    const down = await callTool(client, 'toggle-simulated-logging', { idempotency_key: 'down-1' });
-    expect(down.isError).toBe(true);
-    expect(errorCode(down)).toBe('TOOL_FAILED');
-    expect(down._meta?.['tool-ledger/error']).toMatchObject({ retryable: true });
-    expect(texts(down)).toMatch(
-      /nothing was recorded as done\. You may call toggle-simulated-logging again with the same arguments and the same "idempotency_key"/,
+    await eventually(() => /the upstream MCP server closed the connection/.test(gateway.stderr()), 600, 50);
+    expect(gateway.stderr()).toMatch(/the upstream MCP server cannot be reached/);
+
+    const ended = client.callTool(
+      { name: 'toggle-simulated-logging', arguments: { idempotency_key: 'down-1' } },
+      undefined,
+      { timeout: 30_000 },
     );
-    const rows = await db.sql<{ status: string; final: boolean }>(
-      `SELECT status, final FROM "${schema}".tool_runs WHERE idempotency_key = 'down-1'`,
+    await expect(ended).rejects.toMatchObject({
+      code: 404,
+      message: expect.stringMatching(/Session not found; initialize a new session/),
+    });
+    await expect(httpClient('1.x', gateway.url)).rejects.toThrow(
+      /could not be sent to the upstream MCP server/,
     );
-    // A non-final failure: the next call with this key runs again instead of replaying it.
-    expect(rows).toEqual([{ status: 'failed', final: false }]);
+
+    const rows = await db.sql(`SELECT 1 FROM "${schema}".tool_runs WHERE idempotency_key = 'down-1'`);
+    expect(rows).toEqual([]);
   });
 });
