@@ -365,16 +365,16 @@ export class GatewaySession {
     const deadline = Date.now() + DRAIN_TIMEOUT_MS;
     await this.#drain(deadline);
     this.requests.closeAll();
-    await Promise.allSettled([this.upstream.close()]);
+    await this.upstream.close().catch(() => {});
     await this.#drain(deadline);
-    await Promise.allSettled([this.downstream.close()]);
+    await this.downstream.close().catch(() => {});
     this.#resolveClosed();
     return this.closed;
   }
 
   /** Waits until no work is in flight, including work that starts meanwhile, or until the deadline. */
   async #drain(deadline: number): Promise<void> {
-    // Bounded in count as well as time: each round waits for at least one piece of work to settle.
+    // Bounded in count as well as time: each round waits for the work in flight when it began.
     for (let round = 0; round < 10_000 && this.#inFlight.size > 0; round++) {
       const left = deadline - Date.now();
       if (left <= 0) return;
