@@ -175,7 +175,7 @@ export class GatewaySession {
         return;
       }
     }
-    this.#send(this.upstream, message);
+    void this.#send(this.upstream, message);
   }
 
   /** Relays a client request as it is; one that cannot reach the upstream is answered with an error at once. */
@@ -232,7 +232,7 @@ export class GatewaySession {
       }
       this.#forgetProgress(id);
       this.#relayed.delete(id);
-      this.#send(this.downstream, message);
+      void this.#send(this.downstream, message);
       return;
     }
     if (message.method === 'notifications/tools/list_changed') this.shared.catalog.invalidate();
@@ -241,7 +241,7 @@ export class GatewaySession {
       const token = message.params?.progressToken;
       if (typeof token === 'string' || typeof token === 'number') related = this.#progress.get(token);
     }
-    this.#send(this.downstream, message, related);
+    void this.#send(this.downstream, message, related);
   }
 
   #forgetProgress(requestId: string | number): void {
