@@ -46,19 +46,22 @@ async function startPostgres() {
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 const ms = (n) => n.toFixed(2);
 
-/** Fills `schema`.tool_runs with ROWS completed runs, in chunks (one statement each). */
-async function load(admin, schema) {
+/**
+ * Fills `schema`.tool_runs with ROWS completed runs, in chunks (one statement each), each with the parameter hash
+ * of the arguments the measured calls send, so a call on a loaded key replays it.
+ */
+async function load(admin, schema, parameterHash) {
   const started = performance.now();
   for (let from = 0; from < ROWS; from += CHUNK) {
     const to = Math.min(ROWS, from + CHUNK) - 1;
     await admin.query(
       `INSERT INTO "${schema}".tool_runs (tenant_id, tool_name, idempotency_key, parameter_hash, status, final,
          attempt, result_json, created_at, started_at, updated_at, completed_at, expires_at)
-       SELECT 'tenant_' || (g % 100), 'charge', 'key-' || g, md5(g::text), 'succeeded', true, 1,
+       SELECT 'tenant_' || (g % 100), 'charge', 'key-' || g, $5::text, 'succeeded', true, 1,
          json_build_object('ok', true, 'n', g), now(), now(), now(), now(),
          now() - make_interval(hours => $3) + make_interval(secs => (g::float8 / $4) * 86400)
        FROM generate_series($1::bigint, $2::bigint) g`,
-      [from, to, EXPIRED_HOURS, ROWS],
+      [from, to, EXPIRED_HOURS, ROWS, parameterHash],
     );
   }
   await admin.query(`VACUUM ANALYZE "${schema}".tool_runs`);
@@ -77,11 +80,13 @@ async function keyIndexBytes(admin, schema, layout) {
   return Number(rows[0].bytes);
 }
 
-async function latencies(tool, keyOf) {
+/** `runOf(i)` names the i-th call's key and the number its tenant is named after. */
+async function latencies(tool, runOf) {
   const samples = [];
   for (let i = 0; i < CALLS; i++) {
+    const { key, tenant } = runOf(i);
     const started = performance.now();
-    await tool.invoke({}, { key: keyOf(i), tenant: `tenant_${i % 100}` });
+    await tool.invoke({}, { key, tenant: `tenant_${tenant}` });
     samples.push(performance.now() - started);
   }
   samples.sort((a, b) => a - b);
@@ -100,6 +105,8 @@ async function measure(url, layout) {
     ...(layout === 'partitioned' ? { partitionWidthSeconds: WIDTH } : {}),
   };
   const admin = new pg.Pool({ connectionString: url, max: 2 });
+  // When a measurement fails, the server stops before this pool ends: the failure is what to report, not that.
+  admin.on('error', () => {});
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   let ledger = await createLedger(options);
   if (layout === 'partitioned') {
@@ -108,14 +115,22 @@ async function measure(url, layout) {
       [EXPIRED_HOURS + 1],
     );
   }
-  await ledger.close();
-  const loadSeconds = await load(admin, schema);
-  ledger = await createLedger(options);
   // The handler returns at once, so the latency is the ledger's: its statements and their round trips.
-  const tool = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => ({ ok: true }) });
-  // Existing keys are unexpired loaded rows (the newest ones); fresh keys are new.
-  const existing = await latencies(tool, (i) => `key-${ROWS - 1 - i}`);
-  const fresh = await latencies(tool, (i) => `fresh-${i}`);
+  const toolOf = (of) => of.tool({ name: 'charge', kind: 'mutation', handler: () => ({ ok: true }) });
+  // One call, for the hash the ledger stores for the measured calls' arguments; its row goes before the load.
+  await toolOf(ledger).invoke({}, { key: 'probe', tenant: 'tenant_probe' });
+  const probe = `"${schema}".tool_runs WHERE tenant_id = 'tenant_probe'`;
+  const { parameter_hash: parameterHash } = (await admin.query(`SELECT parameter_hash FROM ${probe}`))
+    .rows[0];
+  await admin.query(`DELETE FROM ${probe}`);
+  await ledger.close();
+  const loadSeconds = await load(admin, schema, parameterHash);
+  ledger = await createLedger(options);
+  const tool = toolOf(ledger);
+  // Existing keys are unexpired loaded rows (the newest ones), in the tenant the load gave each; fresh keys are new.
+  const loaded = (g) => ({ key: `key-${g}`, tenant: g % 100 });
+  const existing = await latencies(tool, (i) => loaded(ROWS - 1 - i));
+  const fresh = await latencies(tool, (i) => ({ key: `fresh-${i}`, tenant: i % 100 }));
   const expired = Number(
     (await admin.query(`SELECT count(*)::bigint AS n FROM "${schema}".tool_runs WHERE expires_at <= now()`))
       .rows[0].n,
@@ -132,7 +147,7 @@ async function measure(url, layout) {
   );
   const indexAfter = await keyIndexBytes(admin, schema, layout);
   // Claims right after the purge, on the same keys as before it.
-  const existingAfter = await latencies(tool, (i) => `key-${ROWS - 1 - CALLS - i}`);
+  const existingAfter = await latencies(tool, (i) => loaded(ROWS - 1 - CALLS - i));
   await ledger.close();
   await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
   await admin.end();

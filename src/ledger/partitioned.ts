@@ -9,6 +9,7 @@ import {
   convertToPartitionedSql,
   ensurePartitionsFunctionSql,
   LAYOUT_SETTING,
+  legacyClaimFunctionSql,
   maintainFunctionSql,
   PARTITION_WIDTH_SETTING,
   partitionedVersionTable,
@@ -46,7 +47,9 @@ export const PARTITIONED_MIGRATIONS: readonly PartitionedMigration[] = [
     name: 'tool_runs_partition_functions',
     up: (schema, width) => [
       ensurePartitionsFunctionSql(schema),
+      // Migration 2 made tool_ledger_claim() itself; since 4 it calls the one that also says where the row is.
       claimFunctionSql(schema),
+      legacyClaimFunctionSql(schema),
       maintainFunctionSql(schema),
       // The first partitions, so the first claims need not make them; a ledger's start makes the rest of its TTL's.
       `SELECT count(*) FROM ${quoteIdentSchema(schema)}.tool_ledger_ensure_partitions(now(), now() + make_interval(secs => ${2 * width}))`,
@@ -56,6 +59,14 @@ export const PARTITIONED_MIGRATIONS: readonly PartitionedMigration[] = [
     version: 3,
     name: 'tool_runs_tenant_first_key',
     up: (schema) => [tenantFirstKeySql(schema)],
+  },
+  {
+    // The claim looks the key up once, then reads and writes only the partition it found it in, instead of one
+    // statement reading every partition four times, and returns the row's partition key for the fenced writes
+    // (tool_ledger_claim_at). tool_ledger_claim() keeps its columns for processes of the previous version.
+    version: 4,
+    name: 'tool_runs_claim_reads_once',
+    up: (schema) => [claimFunctionSql(schema), legacyClaimFunctionSql(schema)],
   },
 ];
 

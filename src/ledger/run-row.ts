@@ -71,6 +71,11 @@ export interface ClaimRow extends RunRow {
   readonly step_token: string | null;
   /** A `taken` row whose previous attempt held the key and never recorded an outcome (its lease lapsed). */
   readonly lapsed: boolean;
+  /**
+   * The partitioned layout's claim only: the row's partition key (its exact `expires_at`, as text), which the
+   * run's fenced writes name so each touches one partition. Absent in the table layout.
+   */
+  readonly partition_key?: string;
 }
 
 /** Milliseconds until the lease lapses by the database clock; for how long to wait, never for a rule. */

@@ -190,54 +190,118 @@ const FRESH_RUN_VALUES = `${CLAIM.tenant}, ${CLAIM.tool}, ${CLAIM.key}, ${CLAIM.
  */
 export function claimSql(schema: string): string {
   const t = runsTable(schema);
-  const p = CLAIM;
-  return `WITH existing AS (
-  SELECT * FROM ${t} WHERE tenant_id = ${p.tenant} AND tool_name = ${p.tool} AND idempotency_key = ${p.key}
-), inserted AS (
+  return `WITH ${existingCte(t)}, ${insertedCte(t, 'after-existing')}, ${takenCte(t)}, ${registeredCte(t)}
+${INSERTED_BRANCH(false)}
+UNION ALL
+${TAKEN_BRANCH(false)}
+UNION ALL
+${EXISTING_BRANCH(false)}`;
+}
+
+/**
+ * Which rows of the key a part of the claim reads: by default the key's row wherever it is; the partitioned
+ * layout's claim function narrows every part to the partition it found the row in (a condition on the alias).
+ */
+export type ClaimNarrowing = (alias: string) => string;
+
+const narrowed = (narrow: ClaimNarrowing | undefined, alias: string) =>
+  narrow ? ` AND ${narrow(alias)}` : '';
+
+const existingCte = (t: string, narrow?: ClaimNarrowing) => `existing AS (
+  SELECT * FROM ${t} e WHERE ${CLAIMED_ROW('e')}${narrowed(narrow, 'e')}
+)`;
+
+/**
+ * The fresh run's insert: after the read of `existing` (only when it found nothing, and the unique key settles a
+ * race), or alone, for a caller that has already found no row under a lock of its own.
+ */
+const insertedCte = (t: string, mode: 'after-existing' | 'alone') => `inserted AS (
   INSERT INTO ${t} AS r (${FRESH_RUN_COLUMNS})
-  SELECT ${FRESH_RUN_VALUES}
+  SELECT ${FRESH_RUN_VALUES}${
+    mode === 'after-existing'
+      ? `
   WHERE NOT EXISTS (SELECT 1 FROM existing)
-  ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING
+  ON CONFLICT (tenant_id, tool_name, idempotency_key) DO NOTHING`
+      : ''
+  }
   RETURNING r.*
-), taken AS (
+)`;
+
+const takenCte = (t: string, narrow?: ClaimNarrowing) => `taken AS (
   UPDATE ${t} AS r SET
     attempt = CASE WHEN ${expired('e')} THEN 1 ELSE r.attempt + 1 END,
-    job_id = CASE WHEN ${expired('e')} THEN ${p.jobId} ELSE coalesce(r.job_id, ${p.jobId}) END,
+    job_id = CASE WHEN ${expired('e')} THEN ${CLAIM.jobId} ELSE coalesce(r.job_id, ${CLAIM.jobId}) END,
     created_at = CASE WHEN ${expired('e')} THEN now() ELSE r.created_at END,
     conflict_count = CASE WHEN ${expired('e')} THEN 0 ELSE r.conflict_count END,
     last_conflict_at = CASE WHEN ${expired('e')} THEN NULL ELSE r.last_conflict_at END,
-    user_id = ${p.user}, parameter_hash = ${p.paramsHash}, status = 'in_progress', final = false,
-    lease_owner = ${p.leaseOwner}, lease_expires_at = now() + make_interval(secs => ${p.leaseSeconds}),
-    result_json = NULL, error_json = NULL, trace_id = ${p.traceId}, span_id = ${p.spanId},
+    user_id = ${CLAIM.user}, parameter_hash = ${CLAIM.paramsHash}, status = 'in_progress', final = false,
+    lease_owner = ${CLAIM.leaseOwner}, lease_expires_at = now() + make_interval(secs => ${CLAIM.leaseSeconds}),
+    result_json = NULL, error_json = NULL, trace_id = ${CLAIM.traceId}, span_id = ${CLAIM.spanId},
     started_at = now(), updated_at = now(), completed_at = NULL,
-    expires_at = now() + make_interval(secs => ${p.ttlSeconds}),
+    expires_at = now() + make_interval(secs => ${CLAIM.ttlSeconds}),
     waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END,
     steps = CASE WHEN ${expired('e')} THEN NULL ELSE r.steps END,
     step_token = CASE WHEN ${expired('e')} THEN NULL ELSE r.step_token END
   FROM existing e
-  WHERE ${CLAIMED_ROW('r')} AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
+  WHERE ${CLAIMED_ROW('r')}${narrowed(narrow, 'r')} AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
-), registered AS (
+)`;
+
+const registeredCte = (t: string, narrow?: ClaimNarrowing) => `registered AS (
   -- Disjoint from \`taken\`: a live lease is never expired nor lapsed, so no row is updated twice.
   UPDATE ${t} AS r SET waiters = true
   FROM existing e
-  WHERE ${p.wouldWait} AND ${CLAIMED_ROW('r')} AND r.attempt = e.attempt AND ${leaseLive('r')}
-    AND r.parameter_hash = ${p.paramsHash} AND r.user_id IS NOT DISTINCT FROM ${p.user}
+  WHERE ${CLAIM.wouldWait} AND ${CLAIMED_ROW('r')}${narrowed(narrow, 'r')} AND r.attempt = e.attempt AND ${leaseLive('r')}
+    AND r.parameter_hash = ${CLAIM.paramsHash} AND r.user_id IS NOT DISTINCT FROM ${CLAIM.user}
   RETURNING r.id
-)
-SELECT 'inserted' AS claim, ${RUN_COLUMNS('inserted')}, false AS takeover_due, false AS waiting,
-  NULL::jsonb AS steps, NULL::text AS step_token, false AS lapsed FROM inserted
-UNION ALL
-SELECT 'taken' AS claim, ${RUN_COLUMNS('taken')}, false AS takeover_due, false AS waiting, taken.steps,
-  taken.step_token, EXISTS (SELECT 1 FROM existing e WHERE e.status = 'in_progress' AND NOT ${expired('e')}) AS lapsed
-FROM taken
-UNION ALL
-SELECT 'existing' AS claim, ${RUN_COLUMNS('existing')}, ${TAKEOVER('existing')} AS takeover_due,
+)`;
+
+/** The claim's three answers; a located one also returns the row's partition key (the partitioned layout's). */
+const located = (yes: boolean, alias: string) => (yes ? `, ${partitionKeyOf(alias)} AS partition_key` : '');
+
+const INSERTED_BRANCH = (
+  loc: boolean,
+) => `SELECT 'inserted' AS claim, ${RUN_COLUMNS('inserted')}, false AS takeover_due, false AS waiting,
+  NULL::jsonb AS steps, NULL::text AS step_token, false AS lapsed${located(loc, 'inserted')} FROM inserted`;
+
+const TAKEN_BRANCH = (
+  loc: boolean,
+) => `SELECT 'taken' AS claim, ${RUN_COLUMNS('taken')}, false AS takeover_due, false AS waiting, taken.steps,
+  taken.step_token, EXISTS (SELECT 1 FROM existing e WHERE e.status = 'in_progress' AND NOT ${expired('e')}) AS lapsed${located(loc, 'taken')}
+FROM taken`;
+
+const EXISTING_BRANCH = (
+  loc: boolean,
+) => `SELECT 'existing' AS claim, ${RUN_COLUMNS('existing')}, ${TAKEOVER('existing')} AS takeover_due,
   EXISTS (SELECT 1 FROM registered) AS waiting,
   -- Only a run in flight needs its steps (a lost claim taken back); replays never ship them.
   CASE WHEN existing.status = 'in_progress' THEN existing.steps END AS steps,
-  CASE WHEN existing.status = 'in_progress' THEN existing.step_token END AS step_token, false AS lapsed
+  CASE WHEN existing.status = 'in_progress' THEN existing.step_token END AS step_token, false AS lapsed${located(loc, 'existing')}
 FROM existing WHERE NOT EXISTS (SELECT 1 FROM taken)`;
+
+/**
+ * The claim's two halves, for a caller that first looks the key up under a lock of its own (the partitioned
+ * layout's claim function, which cannot use `ON CONFLICT`): the insert of a fresh run when it found none, and
+ * otherwise the claim of the row it found, every part of it narrowed to where it was found. The same parameters
+ * as `claimSql`, and its columns plus `partition_key` (see `FenceScope`); the second returns no row when the row
+ * moved or went between the look-up and it.
+ */
+export function claimFreshSql(schema: string): string {
+  return `WITH ${insertedCte(runsTable(schema), 'alone')}
+${INSERTED_BRANCH(true)}`;
+}
+
+export function claimFoundSql(schema: string, narrow: ClaimNarrowing): string {
+  const t = runsTable(schema);
+  return `WITH ${existingCte(t, narrow)}, ${takenCte(t, narrow)}, ${registeredCte(t, narrow)}
+${TAKEN_BRANCH(true)}
+UNION ALL
+${EXISTING_BRANCH(true)}`;
+}
+
+/** The claimed key's row, for such a look-up: `claimSql`'s parameters, of which it uses the key's three. */
+export function claimedRowCondition(alias: string): string {
+  return CLAIMED_ROW(alias);
 }
 
 /**
@@ -259,8 +323,24 @@ RETURNING id::text AS id`;
  * owner of the current attempt writes. $1 tenant, $2 tool, $3 key, $4 attempt, $5 lease owner; each fenced
  * statement's own parameters follow from $6.
  */
-const FENCE = `tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text AND attempt = $4::integer
+const KEY_FENCE = `tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text AND attempt = $4::integer
   AND lease_owner = $5::text AND status = 'in_progress'`;
+
+/**
+ * Where a fenced write looks for its row: by the key alone (the table layout, whose key is unique), or also by
+ * the partition key its claim read (the partitioned layout: the row's exact `expires_at`, as the claim function
+ * returns it in `partition_key`), so the write plans and touches one partition instead of every one. A running
+ * attempt's `expires_at` only moves with a takeover, which ends the fence anyway, or with its own completion.
+ */
+export type FenceScope = 'key' | 'partition';
+
+/** The fence; a partition-scoped one takes the partition key as the parameter after the statement's own last one. */
+const fence = (scope: FenceScope, lastParam: number) =>
+  scope === 'key' ? KEY_FENCE : `${KEY_FENCE} AND expires_at = $${lastParam + 1}::timestamptz`;
+
+/** The partition key the claim function returns: `expires_at` exactly, in microseconds, in any session time zone. */
+export const partitionKeyOf = (alias: string) =>
+  `to_char(${alias}.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
@@ -271,12 +351,12 @@ const FENCE = `tenant_id = $1::text AND tool_name = $2::text AND idempotency_key
  * was, so the update is HOT (migration 5). Only a handler that outlasted its TTL moves the expiry, to `ttlSeconds`
  * after the completion, so no result is born expired.
  */
-export function completeSql(schema: string): string {
+export function completeSql(schema: string, scope: FenceScope = 'key'): string {
   return `WITH done AS (
   UPDATE ${runsTable(schema)} SET status = $6::text, final = $7::boolean, result_json = $8::json,
     error_json = $9::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now(),
     expires_at = CASE WHEN expires_at > now() THEN expires_at ELSE now() + make_interval(secs => $10::float8) END
-  WHERE ${FENCE}
+  WHERE ${fence(scope, 11)}
   RETURNING id, completed_at, expires_at, waiters
 )
 SELECT ${epochMs('completed_at')} AS completed_at_ms, ${msUntil('expires_at')} AS expires_in_ms,
@@ -288,12 +368,12 @@ FROM done`;
  * Marks a step started, fenced like the completion, and draws the run's step token at its first step (kept for
  * the run's life). Returns the token. The fence's $1 to $5, then $6 step name, $7 new token.
  */
-export function startStepSql(schema: string): string {
+export function startStepSql(schema: string, scope: FenceScope = 'key'): string {
   return `UPDATE ${runsTable(schema)} SET step_token = coalesce(step_token, $7::text),
   steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($6::text,
     jsonb_build_object('status', 'started', 'attempt', $4::integer, 'startedAt', now())),
   updated_at = now()
-WHERE ${FENCE}
+WHERE ${fence(scope, 7)}
 RETURNING step_token`;
 }
 
@@ -302,20 +382,20 @@ RETURNING step_token`;
  * replay returns it byte for byte as the first run saw it. The fence's $1 to $5, then $6 step name, $7 status
  * ('succeeded' or 'failed'), $8 result JSON text, $9 error JSON.
  */
-export function finishStepSql(schema: string): string {
+export function finishStepSql(schema: string, scope: FenceScope = 'key'): string {
   return `UPDATE ${runsTable(schema)} SET
   steps = coalesce(steps, '{}'::jsonb) || jsonb_build_object($6::text, jsonb_build_object('status', $7::text,
     'attempt', $4::integer, 'startedAt', coalesce(steps -> $6::text -> 'startedAt', to_jsonb(now())),
     'completedAt', now(), 'result', $8::text, 'error', $9::jsonb)),
   updated_at = now()
-WHERE ${FENCE}
+WHERE ${fence(scope, 9)}
 RETURNING id`;
 }
 
 /** Extends a lease, fenced like the completion. The fence's $1 to $5, then $6 lease seconds. */
-export function renewLeaseSql(schema: string): string {
+export function renewLeaseSql(schema: string, scope: FenceScope = 'key'): string {
   return `UPDATE ${runsTable(schema)} SET lease_expires_at = now() + make_interval(secs => $6::float8), updated_at = now()
-WHERE ${FENCE}
+WHERE ${fence(scope, 6)}
 RETURNING lease_expires_at`;
 }
 

@@ -14,6 +14,7 @@ import {
   claimParams,
   claimSql,
   completeSql,
+  type FenceScope,
   findJobSql,
   finishStepSql,
   insertRunParams,
@@ -49,23 +50,54 @@ function asRow<T extends RunRow>(raw: Record<string, unknown>): T {
  */
 function statements(schema: string, layout: Layout) {
   const partitioned = layout === 'partitioned';
+  const fenced = (build: (schema: string, scope: FenceScope) => string): FencedStatement => ({
+    byKey: build(schema, 'key'),
+    inPartition: partitioned ? build(schema, 'partition') : undefined,
+  });
   return Object.freeze({
     claim: partitioned ? partitionedClaimSql(schema) : claimSql(schema),
     insert: partitioned ? undefined : insertRunSql(schema),
     maintain: partitioned ? maintainSql(schema) : undefined,
-    complete: completeSql(schema),
-    renew: renewLeaseSql(schema),
+    complete: fenced(completeSql),
+    renew: fenced(renewLeaseSql),
     conflict: recordConflictSql(schema),
     findJob: findJobSql(schema),
     purge: purgeExpiredBatchSql(schema),
-    startStep: startStepSql(schema),
-    finishStep: finishStepSql(schema),
+    startStep: fenced(startStepSql),
+    finishStep: fenced(finishStepSql),
   });
 }
 
 /**
- * Typed access to the ledger table. Every method is one statement (one round trip), timed, with driver failures
- * mapped to `LEDGER_UNAVAILABLE`.
+ * A fenced write, by key; in the partitioned layout also in the claimed row's partition only, which is tried first
+ * (see `FenceScope` in sql.ts).
+ */
+interface FencedStatement {
+  readonly byKey: string;
+  readonly inPartition: string | undefined;
+}
+
+/**
+ * Runs a fenced write in the row's partition when it can, else by key. The partition finding nothing is no
+ * verdict: the row may have left it (an operator who moved its expiry by hand), so the key decides, at the cost
+ * of a second statement only when the write is refused or the row moved.
+ */
+async function writeFenced<R>(
+  client: Queryable,
+  statement: FencedStatement,
+  params: unknown[],
+  fence: RunFence,
+): Promise<R[]> {
+  if (statement.inPartition !== undefined && fence.partitionKey !== undefined) {
+    const { rows } = await client.query<R>(statement.inPartition, [...params, fence.partitionKey]);
+    if (rows.length > 0) return rows;
+  }
+  return (await client.query<R>(statement.byKey, params)).rows;
+}
+
+/**
+ * Typed access to the ledger table. Every method is one statement (one round trip; a partitioned fenced write that
+ * its partition refuses, two, see `writeFenced`), timed, with driver failures mapped to `LEDGER_UNAVAILABLE`.
  */
 export class LedgerStore {
   readonly #driver: Driver;
@@ -109,6 +141,20 @@ export class LedgerStore {
       throw ledgerUnavailable(error, doing);
     } finally {
       if (operation && timer) timer(operation, (performance.now() - started) / 1000);
+    }
+  }
+
+  async #runFenced<R>(
+    client: Queryable,
+    statement: FencedStatement,
+    params: unknown[],
+    fence: RunFence,
+    doing: string,
+  ): Promise<R[]> {
+    try {
+      return await writeFenced<R>(client, statement, params, fence);
+    } catch (error) {
+      throw ledgerUnavailable(error, doing);
     }
   }
 
@@ -190,22 +236,24 @@ export class LedgerStore {
     const errorText = completion.error === null ? null : JSON.stringify(completion.error);
     let done: { completed_at_ms: number; expires_in_ms: number } | undefined;
     try {
-      const { rows } = await (client ?? this.#driver).query<{
-        completed_at_ms: number;
-        expires_in_ms: number;
-      }>(this.#sql.complete, [
-        completion.runKey.tenant,
-        completion.runKey.tool,
-        completion.runKey.key,
-        completion.attempt,
-        completion.leaseOwner,
-        completion.status,
-        completion.final,
-        completion.resultJson,
-        errorText,
-        completion.ttlSeconds,
-        this.channel,
-      ]);
+      const rows = await writeFenced<{ completed_at_ms: number; expires_in_ms: number }>(
+        client ?? this.#driver,
+        this.#sql.complete,
+        [
+          completion.runKey.tenant,
+          completion.runKey.tool,
+          completion.runKey.key,
+          completion.attempt,
+          completion.leaseOwner,
+          completion.status,
+          completion.final,
+          completion.resultJson,
+          errorText,
+          completion.ttlSeconds,
+          this.channel,
+        ],
+        completion,
+      );
       done = rows[0];
     } catch (error) {
       throw ledgerUnavailable(error, 'record the result');
@@ -232,13 +280,12 @@ export class LedgerStore {
    * this lease protects cannot make it lapse.
    */
   async renewLease(fence: RunFence, leaseSeconds: number): Promise<boolean> {
-    const rows = await this.#run(
+    const rows = await this.#runFenced(
       this.#driver.reserved,
       this.#sql.renew,
       [...fenceParams(fence), leaseSeconds],
+      fence,
       'renew the lease',
-      undefined,
-      undefined,
     );
     return rows.length > 0;
   }
@@ -248,13 +295,12 @@ export class LedgerStore {
    * (the lease was lost to another caller).
    */
   async startStep(fence: RunFence, name: string, newToken: string): Promise<string | undefined> {
-    const rows = await this.#run<{ step_token: string }>(
+    const rows = await this.#runFenced<{ step_token: string }>(
       this.#driver,
       this.#sql.startStep,
       [...fenceParams(fence), name, newToken],
+      fence,
       'record that a step started',
-      undefined,
-      undefined,
     );
     return rows[0]?.step_token;
   }
@@ -267,13 +313,12 @@ export class LedgerStore {
     resultJson: string | null,
     error: StoredError | null,
   ): Promise<boolean> {
-    const rows = await this.#run(
+    const rows = await this.#runFenced(
       this.#driver,
       this.#sql.finishStep,
       [...fenceParams(fence), name, status, resultJson, error === null ? null : JSON.stringify(error)],
+      fence,
       'record a step result',
-      undefined,
-      undefined,
     );
     return rows.length > 0;
   }
@@ -353,9 +398,22 @@ export interface RunFence {
   readonly runKey: RunKey;
   readonly attempt: number;
   readonly leaseOwner: string;
+  /** The partitioned layout's: the partition key the claim read (see `FenceScope` in sql.ts). */
+  readonly partitionKey?: string | undefined;
 }
 
-/** The fence's $1 to $5 of every fenced statement (see `FENCE` in sql.ts). */
+/** The fence of the attempt a claim won. */
+export function fenceOf(row: ClaimRow): RunFence {
+  return {
+    id: row.id,
+    runKey: row.runKey,
+    attempt: row.attempt,
+    leaseOwner: row.lease_owner!,
+    partitionKey: row.partition_key,
+  };
+}
+
+/** The fence's $1 to $5 of every fenced statement (see `KEY_FENCE` in sql.ts). */
 function fenceParams(fence: RunFence): unknown[] {
   return [fence.runKey.tenant, fence.runKey.tool, fence.runKey.key, fence.attempt, fence.leaseOwner];
 }

@@ -3,7 +3,7 @@ import type { CallScope, SpanRef } from '../contract/observer.js';
 import type { CallContext, ToolKind } from '../contract/types.js';
 import { isOutcomeUnknown } from '../ledger/errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
-import type { ClaimRequest } from '../ledger/store.js';
+import { type ClaimRequest, fenceOf } from '../ledger/store.js';
 import type { Answer, CallEnd } from './call-end.js';
 import { judgeClaim, type VerdictKind, type VerdictOf } from './decide.js';
 import type { Execute } from './execute.js';
@@ -84,10 +84,7 @@ function sharedHandlers({ name, runtime }: ClaimSettings) {
   const raced: Handler<'raced'> = () => 'race';
   // The lease was set when the lost claim ran and may be about to lapse: renew it before acting on it.
   const reclaim = async (row: ClaimRow, call: ClaimCall) =>
-    runtime.store.renewLease(
-      { id: row.id, runKey: row.runKey, attempt: row.attempt, leaseOwner: row.lease_owner! },
-      call.request.leaseSeconds,
-    );
+    runtime.store.renewLease(fenceOf(row), call.request.leaseSeconds);
   return { conflict, raced, reclaim };
 }
 

@@ -11,7 +11,7 @@ import type {
   UnknownRunContext,
 } from '../contract/types.js';
 import type { ClaimRow } from '../ledger/run-row.js';
-import type { Completion } from '../ledger/store.js';
+import { type Completion, fenceOf } from '../ledger/store.js';
 import { ENDING_RULES, type EndingKind } from './endings.js';
 import type { CallFacts } from './facts.js';
 import { toStoredError } from './failures.js';
@@ -144,10 +144,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     resultJson: string | null,
     error: StoredError | null,
   ): Completion => ({
-    id: row.id,
-    runKey: row.runKey,
-    attempt: row.attempt,
-    leaseOwner: row.lease_owner!,
+    ...fenceOf(row),
     status,
     final,
     resultJson,
@@ -330,7 +327,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       return finish(row, { kind: 'recovered', text: held.resultJson }, callKey, scope, facts);
     }
 
-    const fence = { id: row.id, runKey: row.runKey, attempt: row.attempt, leaseOwner: row.lease_owner! };
+    const fence = fenceOf(row);
     const lease = runtime.leases.hold(store, fence, leaseSeconds);
     // Made on a handler's first step only: most handlers record none, and a first execution should not pay for it.
     let steps: StepRunner | undefined;

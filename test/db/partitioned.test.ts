@@ -1,8 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { parameterHash } from '../../src/contract/fingerprint.js';
 import type { Ledger } from '../../src/index.js';
 import { listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
+import { completeSql } from '../../src/ledger/sql.js';
 import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
 import { rejection } from '../support/rejection.js';
 
@@ -238,6 +240,88 @@ describe('partitioned layout', () => {
   });
 });
 
+describe('the claim says where the row is', () => {
+  // The hash a tool stores for the arguments `{}`, so a tool call replays what these claims wrote.
+  const claimArgs = (key: string) => [
+    'acme',
+    'charge',
+    key,
+    null,
+    parameterHash({}),
+    'owner-1',
+    30,
+    HOUR,
+    null,
+    null,
+    null,
+    true,
+    false,
+  ];
+  const claimAt = (schema: string) =>
+    `SELECT claim, attempt, partition_key FROM "${schema}".tool_ledger_claim_at($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`;
+
+  it("returns the row's exact expiry as its partition key, whatever the session's time zone and date style", async () => {
+    const ledger = await backend.open(partitioned);
+    const client = await connectOne();
+    try {
+      await client.query(`SET TimeZone = 'Asia/Kolkata'`);
+      await client.query(`SET DateStyle = 'SQL, DMY'`);
+      const check = async (claim: string) => {
+        const { rows } = await client.query(claimAt(ledger.schema), claimArgs('located'));
+        expect(rows[0]).toMatchObject({ claim });
+        const key: string = rows[0].partition_key;
+        expect(key).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+        const { rows: same } = await client.query(
+          `SELECT expires_at = $1::timestamptz AS same FROM "${ledger.schema}".tool_runs WHERE idempotency_key = 'located'`,
+          [key],
+        );
+        expect(same).toEqual([{ same: true }]);
+      };
+      await check('inserted');
+      await check('existing');
+      // A takeover moves the row to a new expiry (and partition): the key it returns is the new one.
+      await makePastPartitions(ledger.schema, 1);
+      await client.query(
+        `UPDATE "${ledger.schema}".tool_runs SET expires_at = now() - interval '1 second',
+           lease_expires_at = now() - interval '1 second' WHERE idempotency_key = 'located'`,
+      );
+      await check('taken');
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('keeps tool_ledger_claim() for a process of the previous version: its claim and by-key completion still work', async () => {
+    const ledger = await backend.open(partitioned);
+    const [claimed] = await backend.sql<Record<string, unknown>>(
+      `SELECT * FROM "${ledger.schema}".tool_ledger_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      claimArgs('old-process'),
+    );
+    expect(claimed).toMatchObject({ claim: 'inserted', attempt: 1 });
+    expect(claimed).not.toHaveProperty('partition_key');
+    // The previous version's completion: by key, with no partition key.
+    const done = await backend.sql(completeSql(ledger.schema), [
+      'acme',
+      'charge',
+      'old-process',
+      1,
+      'owner-1',
+      'succeeded',
+      true,
+      '"from the old process"',
+      null,
+      HOUR,
+      'tool_ledger_unused',
+    ]);
+    expect(done).toHaveLength(1);
+    const tool = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => 'ran again' });
+    expect(await tool.invoke({}, { key: 'old-process', tenant: 'acme' })).toMatchObject({
+      outcome: 'replayed',
+      value: 'from the old process',
+    });
+  });
+});
+
 describe('migration from the table layout', () => {
   it('attaches the old table as a legacy partition: old keys replay, new ones go on, ids continue', async () => {
     const schema = uniqueSchema();
@@ -266,7 +350,7 @@ describe('migration from the table layout', () => {
     const versions = await backend.sql<{ version: number }>(
       `SELECT version FROM "${schema}".tool_ledger_partitioned_migrations ORDER BY version`,
     );
-    expect(versions.map((v) => v.version)).toEqual([1, 2, 3]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4]);
   });
 
   it('moves a schema converted with the (id, expires_at) key to the tenant-first key, keeping its rows', async () => {

@@ -2,7 +2,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationSql } from '../../src/index.js';
 import { partitionedMigrationScript } from '../../src/ledger/partitioned.js';
-import { lockedClaimSql } from '../../src/ledger/partitioned-sql.js';
 import * as sql from '../../src/ledger/sql.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 
@@ -116,35 +115,66 @@ const fence = ['acme', 'create_invoice', 'k1', 1, 'host:1:x:1'];
 
 type Statement = [text: string, params: unknown[]];
 
+/** The fenced writes of a call, by key; the partitioned layout sends them with the row's partition key first. */
+const fencedWrites = (on: string, scope: sql.FenceScope = 'key'): Record<string, Statement> => {
+  const partitionKey = scope === 'partition' ? ['2999-01-01T00:00:00.000000Z'] : [];
+  return {
+    'the fenced completion': [
+      sql.completeSql(on, scope),
+      [...fence, 'succeeded', false, '{"ok":true}', null, 86400, 'tool_ledger_chan', ...partitionKey],
+    ],
+    'a lease renewal': [sql.renewLeaseSql(on, scope), [...fence, 30, ...partitionKey]],
+    'a step started': [sql.startStepSql(on, scope), [...fence, 'charge', 'token', ...partitionKey]],
+    'a step finished': [
+      sql.finishStepSql(on, scope),
+      [...fence, 'charge', 'succeeded', '"ch_1"', null, ...partitionKey],
+    ],
+  };
+};
+
 /** The statements of a call that follow the claim, the same in both layouts. */
 const afterClaim = (on: string): Record<string, Statement> => ({
-  'the fenced completion': [
-    sql.completeSql(on),
-    [...fence, 'succeeded', false, '{"ok":true}', null, 86400, 'tool_ledger_chan'],
-  ],
-  'a lease renewal': [sql.renewLeaseSql(on), [...fence, 30]],
-  'a step started': [sql.startStepSql(on), [...fence, 'charge', 'token']],
-  'a step finished': [sql.finishStepSql(on), [...fence, 'charge', 'succeeded', '"ch_1"', null]],
+  ...fencedWrites(on),
   'a refused reuse counted': [sql.recordConflictSql(on), ['acme', 'create_invoice', 'k1']],
   'a job lookup': [sql.findJobSql(on), ['acme', 'create_invoice', 'job-1']],
+});
+
+/** A statement that only inserts: its plan names no partition (see below). */
+const insertsOnly = (text: string) => /^(WITH inserted AS \(\s*)?INSERT\b/.test(text);
+
+/**
+ * The claim's two halves, which the partitioned layout's claim function runs (the found one narrowed to the
+ * found row's expiry, a plpgsql variable there and a constant of the live range here).
+ */
+const FOUND_EXPIRY = `'2999-01-01T00:00:00Z'::timestamptz`;
+const claimHalves = (on: string): Record<string, Statement> => ({
+  // Its placeholders are the fresh run's, the first eleven of the claim's.
+  "the claim's insert of a fresh key": [sql.claimFreshSql(on), sql.insertRunParams(claim)],
+  'the claim of the row found': [
+    sql.claimFoundSql(on, (alias) => `${alias}.expires_at = ${FOUND_EXPIRY}`),
+    sql.claimParams(claim),
+  ],
 });
 
 /** Every hot-path statement the ledger sends, with parameters as the store sends them. */
 const HOT_PATH: Record<string, Statement> = {
   'the claim (and the replay read it is)': [sql.claimSql(schema), sql.claimParams(claim)],
   'the bare insert of a fresh key': [sql.insertRunSql(schema), sql.insertRunParams(claim)],
+  ...claimHalves(schema),
   ...afterClaim(schema),
 };
 
 /**
- * The partitioned layout's: its claim is `tool_ledger_claim()`, whose plan EXPLAIN cannot open, so the statement
- * the function runs under its lock is planned instead, with the same parameters. It has no bare insert.
+ * The partitioned layout's: its claim is `tool_ledger_claim()`, whose plan EXPLAIN cannot open, so the statements
+ * the function runs under its lock are planned instead, with the same parameters: the look-up of the key (every
+ * range), then one of the two halves (the found one in the found row's range only). It has no bare insert.
  */
 const PARTITIONED_HOT_PATH: Record<string, Statement> = {
-  'the claim the function runs (and the replay read it is)': [
-    lockedClaimSql(byExpiry),
-    sql.claimParams(claim),
+  "the claim's look-up of the key (and the replay read it starts)": [
+    `SELECT r.expires_at FROM ${sql.runsTable(byExpiry)} r WHERE ${sql.claimedRowCondition('r')}`,
+    sql.claimParams(claim).slice(0, 3),
   ],
+  ...claimHalves(byExpiry),
   ...afterClaim(byExpiry),
 };
 
@@ -161,6 +191,8 @@ const NOT_ROUTED = new Set([
 ]);
 const ROUTED = new Set([
   'claimSql',
+  'claimFreshSql',
+  'claimFoundSql',
   'insertRunSql',
   'completeSql',
   'renewLeaseSql',
@@ -201,7 +233,7 @@ describe('every hot-path statement routes by tenant', () => {
       const planned = await plannedPartitions(text, params);
       // An INSERT's plan names no partition: tuple routing places the row by its tenant at run time, so it touches
       // only that one. Every statement that reads or updates rows names exactly the tenant's.
-      if (/^INSERT/.test(text)) expect([...planned]).toEqual([]);
+      if (insertsOnly(text)) expect([...planned]).toEqual([]);
       else expect([...planned]).toEqual([own]);
     },
   );
@@ -252,10 +284,20 @@ describe('the partitioned layout routes by tenant too', () => {
       // A key says nothing of its expiry, so every range partition is read; within each, only the tenant's part.
       const own = (await partitionOf('acme', byExpiry)).replace(/^tool_runs_r_\w+?_/, '');
       const planned = [...(await plannedPartitions(text, params))].sort();
+      if (insertsOnly(text)) return expect(planned).toEqual([]);
       expect(planned.length).toBeGreaterThan(0);
       expect(planned.length).toBeLessThanOrEqual(RANGES.length);
       for (const part of planned)
         expect(part).toMatch(new RegExp(`^tool_runs_r_(${RANGES.join('|')})_${own}$`));
+    },
+  );
+
+  it.each(Object.entries(fencedWrites(byExpiry, 'partition')))(
+    "%s with the row's partition key touches only the tenant's sub-partition of that one range",
+    async (_what, [text, params]) => {
+      // The probe row of partitionOf expires within the hour, in the live range, as does this partition key.
+      const own = await partitionOf('acme', byExpiry);
+      expect([...(await plannedPartitions(text, params))]).toEqual([own]);
     },
   );
 });

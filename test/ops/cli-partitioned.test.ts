@@ -74,7 +74,7 @@ describe('tool-ledger migrate --layout partitioned and maintain', () => {
       '--json',
     ]);
     expect(migrated.code).toBe(0);
-    expect(JSON.parse(migrated.stdout).applied).toEqual(['p1', 'p2', 'p3']);
+    expect(JSON.parse(migrated.stdout).applied).toEqual(['p1', 'p2', 'p3', 'p4']);
     // Run again without --layout: the schema says what it is, nothing is pending.
     const again = cli(['migrate', '--schema', s, '--json']);
     expect(again.code).toBe(0);
