@@ -377,6 +377,39 @@ describe('migration from the table layout', () => {
     expect(await after.invoke({}, { key: 'new' })).toMatchObject({ outcome: 'executed', value: 'second' });
   });
 
+  it('brings a schema of partitioned migration 3 to 4: the claim that says where the row is, the old one kept', async () => {
+    const ledger = await backend.open(partitioned);
+    const { schema } = ledger;
+    const before = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => 'first' });
+    await before.call({}, { key: 'kept' });
+    await ledger.close();
+    // As migration 3 left it: no tool_ledger_claim_at(), and tool_ledger_claim() a plpgsql function of its own
+    // (here one that fails, so a claim that still went through it would show).
+    const [{ replace } = { replace: '' }] = await backend.sql<{ replace: string }>(
+      `SELECT format('CREATE OR REPLACE FUNCTION %s RETURNS %s LANGUAGE plpgsql AS $b$ BEGIN RAISE EXCEPTION %L; END $b$',
+         p.oid::regprocedure, pg_get_function_result(p.oid), 'the body of migration 3') AS replace
+       FROM pg_proc p WHERE p.oid = to_regproc($1)`,
+      [`"${schema}".tool_ledger_claim`],
+    );
+    await backend.sql(replace);
+    await backend.sql(`DROP FUNCTION "${schema}".tool_ledger_claim_at`);
+    await backend.sql(`DELETE FROM "${schema}".tool_ledger_partitioned_migrations WHERE version = 4`);
+
+    const reopened = await backend.open({ schema, ...partitioned });
+    const languages = await backend.sql<{ name: string; language: string }>(
+      `SELECT p.proname AS name, l.lanname AS language FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+       WHERE p.pronamespace = to_regnamespace($1) AND p.proname LIKE 'tool_ledger_claim%' ORDER BY 1`,
+      [schema],
+    );
+    expect(languages).toEqual([
+      { name: 'tool_ledger_claim', language: 'sql' },
+      { name: 'tool_ledger_claim_at', language: 'plpgsql' },
+    ]);
+    const after = reopened.tool({ name: 'charge', kind: 'mutation', handler: () => 'second' });
+    expect(await after.invoke({}, { key: 'kept' })).toMatchObject({ outcome: 'replayed', value: 'first' });
+    expect(await after.invoke({}, { key: 'new' })).toMatchObject({ outcome: 'executed', value: 'second' });
+  });
+
   it('drops the legacy partition whole once every row in it has expired', async () => {
     const schema = uniqueSchema();
     const table = await backend.open({ schema, ttlSeconds: 1 });
