@@ -177,11 +177,32 @@ export function lockedClaimSql(schema: string): { readonly fresh: string; readon
   };
 }
 
-/** The columns of `claimSql`, as the claim functions declare them. */
-const CLAIM_COLUMNS = `claim text, id text, user_id text, parameter_hash text, status text, final boolean, attempt integer,
-  lease_owner text, lease_remaining_ms float8, result_json json, error_json jsonb, job_id text, trace_id text,
-  span_id text, completed_at timestamptz, expires_in_ms float8, lease_live boolean, takeover_due boolean,
-  waiting boolean, steps jsonb, step_token text, lapsed boolean`;
+/** The columns of `claimSql` with their types, as the claim functions declare them. */
+const CLAIM_COLUMNS = Object.entries({
+  claim: 'text',
+  id: 'text',
+  user_id: 'text',
+  parameter_hash: 'text',
+  status: 'text',
+  final: 'boolean',
+  attempt: 'integer',
+  lease_owner: 'text',
+  lease_remaining_ms: 'float8',
+  result_json: 'json',
+  error_json: 'jsonb',
+  job_id: 'text',
+  trace_id: 'text',
+  span_id: 'text',
+  completed_at: 'timestamptz',
+  expires_in_ms: 'float8',
+  lease_live: 'boolean',
+  takeover_due: 'boolean',
+  waiting: 'boolean',
+  steps: 'jsonb',
+  step_token: 'text',
+  lapsed: 'boolean',
+});
+const CLAIM_COLUMN_TYPES = CLAIM_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ');
 
 const CLAIM_ARGUMENTS =
   'text, text, text, text, text, text, float8, float8, text, text, text, boolean, boolean';
@@ -206,7 +227,7 @@ const CLAIM_ARGUMENTS =
 export function claimFunctionSql(schema: string): string {
   const { fresh, found } = lockedClaimSql(schema);
   return `CREATE OR REPLACE FUNCTION ${fn(schema, 'tool_ledger_claim_at')}(${CLAIM_ARGUMENTS})
-RETURNS TABLE (${CLAIM_COLUMNS}, partition_key text)
+RETURNS TABLE (${CLAIM_COLUMN_TYPES}, partition_key text)
 LANGUAGE plpgsql VOLATILE
 -- A custom plan of the found row's claim is planned every call, and its registration (an update whose flag
 -- parameter folds to false when the caller would not wait) then keeps every partition: 5-10 ms a claim with 31
@@ -252,12 +273,9 @@ END $fn$`;
  * fenced writes find their row by key, in every partition, as they always did.
  */
 export function legacyClaimFunctionSql(schema: string): string {
-  const columns = CLAIM_COLUMNS.replace(/\s+/g, ' ')
-    .split(', ')
-    .map((column) => column.split(' ')[0])
-    .join(', ');
+  const columns = CLAIM_COLUMNS.map(([name]) => name).join(', ');
   return `CREATE OR REPLACE FUNCTION ${fn(schema, 'tool_ledger_claim')}(${CLAIM_ARGUMENTS})
-RETURNS TABLE (${CLAIM_COLUMNS})
+RETURNS TABLE (${CLAIM_COLUMN_TYPES})
 LANGUAGE sql VOLATILE AS $fn$
   SELECT ${columns} FROM ${fn(schema, 'tool_ledger_claim_at')}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 $fn$`;
