@@ -2,9 +2,15 @@ import { ToolLedgerError } from '../contract/errors.js';
 
 /**
  * Failures some part of the ledger handles by itself, beyond retrying: a settings table not there yet (before
- * migration 4), a user without the right to it, and a prepared statement a pooler lost between connections.
+ * migration 4), a user without the right to it, a prepared statement a pooler lost between connections, and a
+ * statement canceled by `statement_timeout` (a purge batch says why it may have run long).
  */
-export const FAILURE_CONDITIONS = ['undefined_table', 'insufficient_privilege', 'statement_lost'] as const;
+export const FAILURE_CONDITIONS = [
+  'undefined_table',
+  'insufficient_privilege',
+  'statement_lost',
+  'query_canceled',
+] as const;
 export type FailureCondition = (typeof FAILURE_CONDITIONS)[number];
 
 /**
@@ -47,7 +53,7 @@ const SQLSTATE: Readonly<Record<string, DriverFailure>> = {
   '57P02': TRANSIENT, // crash_shutdown
   '57P03': TRANSIENT, // cannot_connect_now: starting up or shutting down
   '57P05': TRANSIENT, // idle_session_timeout
-  '57014': TRANSIENT, // query_canceled: statement_timeout or a cancel
+  '57014': { ...TRANSIENT, condition: 'query_canceled' }, // statement_timeout or a cancel
   '57P04': permanent('The database was dropped: point the ledger at an existing database'),
   '53300': TRANSIENT, // too_many_connections
   '53400': permanent('A configured limit was exceeded: raise it on the server or lower poolSize'),

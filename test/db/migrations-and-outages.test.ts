@@ -447,3 +447,36 @@ describe('a pool of one connection', () => {
     await pool.end();
   });
 });
+
+describe('a purge batch past statementTimeoutSeconds', () => {
+  it('says what to do and rolls the batch back; a purge after it takes the rows', async () => {
+    const schema = fresh();
+    const ledger = await createLedger({
+      connectionString: databaseUrl(),
+      schema,
+      telemetry: false,
+      ttlSeconds: 1,
+      statementTimeoutSeconds: 0.5,
+    });
+    const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => 'pong' });
+    for (const key of ['a', 'b', 'c']) await tool.call({}, { key });
+    await admin.query(`UPDATE "${schema}".tool_runs SET expires_at = now() - interval '1 minute'`);
+    // A batch that waits on a lock runs long like one slowed by a backlog: the canceled statement is the same.
+    const locker = await admin.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE "${schema}".tool_runs IN ACCESS EXCLUSIVE MODE`);
+      const purge = ledger.purgeExpired({ batchSize: 2 });
+      await expect(purge).rejects.toMatchObject({
+        code: 'LEDGER_UNAVAILABLE',
+        retryable: true,
+        message: expect.stringMatching(/purge batch of 2 rows ran past statementTimeoutSeconds.*VACUUM/),
+      });
+      await locker.query('ROLLBACK');
+    } finally {
+      locker.release();
+    }
+    expect(await ledger.purgeExpired({ batchSize: 2 })).toBe(3);
+    await ledger.close();
+  });
+});
