@@ -251,7 +251,8 @@ BEGIN
       RETURN QUERY ${found};
       IF FOUND THEN RETURN; END IF;
       IF tries >= ${CLAIM_TRIES} THEN
-        RAISE EXCEPTION 'tool-ledger: the row of key % moved or went % times during its claim', $3, tries
+        -- No key in the text: errors reach logs, where keys appear only hashed.
+        RAISE EXCEPTION 'tool-ledger: the claimed row moved or went % times during its claim', tries
           USING ERRCODE = 'serialization_failure';
       END IF;
     EXCEPTION
