@@ -1,12 +1,5 @@
 import { quoteLiteral } from './migrations.js';
-import {
-  claimedRowCondition,
-  claimFoundSql,
-  claimFreshSql,
-  quoteIdent,
-  runsTable,
-  settingsTable,
-} from './sql.js';
+import { claimFoundSql, claimFreshSql, claimLookupSql, quoteIdent, runsTable, settingsTable } from './sql.js';
 
 /**
  * The partitioned layout's SQL (`layout: 'partitioned'`): `tool_runs` range-partitioned by `expires_at`, so a purge
@@ -170,7 +163,7 @@ const FOUND_EXPIRY = 'found_expires_at';
  * touches one partition instead of every one (a key says nothing of its expiry, so only the look-up visits them
  * all). The same parameters as `claimSql`, $1 to $13.
  */
-export function lockedClaimSql(schema: string): { readonly fresh: string; readonly found: string } {
+function lockedClaimSql(schema: string): { readonly fresh: string; readonly found: string } {
   return {
     fresh: claimFreshSql(schema),
     found: claimFoundSql(schema, (alias) => `${alias}.expires_at = ${FOUND_EXPIRY}`),
@@ -243,7 +236,7 @@ BEGIN
     tries := tries + 1;
     BEGIN
       PERFORM pg_advisory_xact_lock(${KEY_LOCK_CLASS}, hashtext(${quoteLiteral(schema)} || chr(31) || $1 || chr(31) || $2 || chr(31) || $3));
-      SELECT r.expires_at INTO ${FOUND_EXPIRY} FROM ${runsTable(schema)} r WHERE ${claimedRowCondition('r')};
+      ${claimLookupSql(schema)} INTO ${FOUND_EXPIRY};
       IF NOT FOUND THEN
         RETURN QUERY ${fresh};
         RETURN;

@@ -299,9 +299,12 @@ UNION ALL
 ${EXISTING_BRANCH(true)}`;
 }
 
-/** The claimed key's row, for such a look-up: `claimSql`'s parameters, of which it uses the key's three. */
-export function claimedRowCondition(alias: string): string {
-  return CLAIMED_ROW(alias);
+/**
+ * The look-up before those halves: the key's row in every partition, by its expiry (which `claimFoundSql`'s
+ * narrowing then names). `claimSql`'s parameters, of which it uses the key's three.
+ */
+export function claimLookupSql(schema: string): string {
+  return `SELECT r.expires_at FROM ${runsTable(schema)} r WHERE ${CLAIMED_ROW('r')}`;
 }
 
 /**

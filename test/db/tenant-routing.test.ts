@@ -148,6 +148,10 @@ const insertsOnly = (text: string) => /^(WITH inserted AS \(\s*)?INSERT\b/.test(
  */
 const FOUND_EXPIRY = `'2999-01-01T00:00:00Z'::timestamptz`;
 const claimHalves = (on: string): Record<string, Statement> => ({
+  "the claim's look-up of the key (and the replay read it starts)": [
+    sql.claimLookupSql(on),
+    sql.claimParams(claim).slice(0, 3),
+  ],
   // Its placeholders are the fresh run's, the first eleven of the claim's.
   "the claim's insert of a fresh key": [sql.claimFreshSql(on), sql.insertRunParams(claim)],
   'the claim of the row found': [
@@ -170,10 +174,6 @@ const HOT_PATH: Record<string, Statement> = {
  * range), then one of the two halves (the found one in the found row's range only). It has no bare insert.
  */
 const PARTITIONED_HOT_PATH: Record<string, Statement> = {
-  "the claim's look-up of the key (and the replay read it starts)": [
-    `SELECT r.expires_at FROM ${sql.runsTable(byExpiry)} r WHERE ${sql.claimedRowCondition('r')}`,
-    sql.claimParams(claim).slice(0, 3),
-  ],
   ...claimHalves(byExpiry),
   ...afterClaim(byExpiry),
 };
@@ -193,6 +193,7 @@ const ROUTED = new Set([
   'claimSql',
   'claimFreshSql',
   'claimFoundSql',
+  'claimLookupSql',
   'insertRunSql',
   'completeSql',
   'renewLeaseSql',
