@@ -305,11 +305,13 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
       }
       const started = performance.now();
       let total = 0;
+      let sweep = await store.startPurge();
       for (;;) {
-        const deleted = await store.purgeBatch(batchSize);
+        const { deleted, next } = await store.purgeBatch(batchSize, sweep);
         total += deleted;
         if (deleted > 0) onProgress?.(total);
-        if (deleted < batchSize) return total;
+        if (next.kind === 'done') return total;
+        sweep = next;
         // Ahead of the cap: wait until the rows deleted so far are due (at most one batch's worth of time).
         const aheadMs = (total / rate) * 1000 - (performance.now() - started);
         if (aheadMs > 0) await new Promise((resolve) => setTimeout(resolve, aheadMs));

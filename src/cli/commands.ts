@@ -11,18 +11,13 @@ import {
   readStoredLayout,
 } from '../ledger/partitioned.js';
 import { maintainSql } from '../ledger/partitioned-sql.js';
+import { purgeBatch, startPurge } from '../ledger/purge.js';
 import { loadDeploymentSecret, rotateStoredSecret } from '../ledger/settings.js';
-import {
-  countExpiredSql,
-  forgottenTable,
-  purgeExpiredBatchSql,
-  runsTable,
-  settingsTable,
-} from '../ledger/sql.js';
+import { countExpiredSql, forgottenTable, runsTable, settingsTable } from '../ledger/sql.js';
 import { hashKey } from '../telemetry/key-hash.js';
 import { configuredSecret } from '../telemetry/key-secret.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
-import { type Connection, connect, type Db, queryable, requireLedgerTable } from './db.js';
+import { type Connection, connect, type Db, purgeConnection, queryable, requireLedgerTable } from './db.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
 import {
   escapeTerminal,
@@ -655,20 +650,20 @@ export async function purgeCommand(
     const [countRow] = await db.query<{ count: string }>(countExpiredSql(schema));
     const expired = Number(countRow?.count ?? 0);
     if (opts.dryRun) return { expired, deleted: 0 };
+    const connection = purgeConnection(db);
     let deleted = 0;
-    for (;;) {
-      const rows = await db.query<{ id: string }>(`${purgeExpiredBatchSql(schema)} RETURNING id`, [
-        opts.batchSize,
-      ]);
-      deleted += rows.length;
-      if (rows.length > 0) {
+    let sweep = await startPurge(connection, schema);
+    while (sweep.kind !== 'done') {
+      const batch = await purgeBatch(connection, schema, opts.batchSize, sweep);
+      deleted += batch.deleted;
+      sweep = batch.next;
+      if (batch.deleted > 0) {
         // The estimate can be passed: rows keep expiring while the purge runs.
         const total = Math.max(expired, deleted);
         io.err(
           `purged ${deleted} of ~${plural(total, 'expired row')} (${Math.floor((deleted / total) * 100)}%)`,
         );
       }
-      if (rows.length < opts.batchSize) break;
     }
     return { expired, deleted };
   });

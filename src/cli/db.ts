@@ -3,6 +3,7 @@ import { ToolLedgerError } from '../contract/errors.js';
 import type { Queryable } from '../contract/types.js';
 import { multiHostTarget, urlHasPassword } from '../ledger/drivers/connection-url.js';
 import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
+import type { PurgeConnection } from '../ledger/purge.js';
 import { isValidSchemaName } from '../ledger/sql.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
 import { tableExistsSql } from './sql.js';
@@ -88,6 +89,25 @@ export async function connect(connection: Connection): Promise<Db> {
 export function queryable(db: Db): Queryable {
   return {
     query: async <R>(text: string, params?: unknown[]) => ({ rows: await db.query<R>(text, params) }),
+  };
+}
+
+/** The CLI's one client as a purge needs it: a transaction is BEGIN and COMMIT on that client. */
+export function purgeConnection(db: Db): PurgeConnection {
+  const query = queryable(db);
+  return {
+    ...query,
+    async transaction(fn) {
+      await db.query('BEGIN');
+      try {
+        const result = await fn(query);
+        await db.query('COMMIT');
+        return result;
+      } catch (error) {
+        await db.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    },
   };
 }
 

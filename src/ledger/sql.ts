@@ -415,7 +415,8 @@ WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 }
 
 /**
- * Deletes one batch of expired rows, skipping rows another purger holds. By key, the primary key: `id` has no
+ * PostgreSQL 13's purge batch, over the whole table (see purge-sweep.ts). Deletes one batch of expired rows,
+ * skipping rows another purger holds. By key, the primary key: `id` has no
  * index since migration 8. No order: the expiry index is a BRIN (migration 8), which finds the expired ranges
  * but cannot sort them, and a batch that must be the oldest would sort every expired row each time. $1 batch size.
  */
@@ -425,6 +426,43 @@ export function purgeExpiredBatchSql(schema: string): string {
   SELECT tenant_id, tool_name, idempotency_key FROM ${t} r WHERE ${expired('r')} LIMIT $1::integer
   FOR UPDATE SKIP LOCKED
 )`;
+}
+
+/**
+ * What a purge reads when it starts: the server's version (TID range scans need 14) and the heap's size in blocks,
+ * the end of its sweep. $1 the table, `schema.tool_runs` quoted.
+ */
+export function purgeStartSql(): string {
+  return `SELECT current_setting('server_version_num')::integer AS server_version,
+  (pg_relation_size($1::text::regclass) / current_setting('block_size')::bigint)::bigint::text AS heap_blocks`;
+}
+
+/**
+ * Sent before each window batch, in its transaction: the window must be read by a TID range scan. A bitmap scan of
+ * the BRIN would read every expired range of the whole table for each window, a sequential scan all of it.
+ */
+export function purgeWindowPlanSql(): string {
+  return `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
+}
+
+/**
+ * Deletes one batch of expired rows within one window of heap blocks (see purge-sweep.ts), skipping rows another
+ * purger holds, by key. Answers how many rows it took and deleted, and the last one's position (a TID range scan
+ * returns rows in heap order). $1 batch size, $2 the window's first tid, $3 the tid after it.
+ */
+export function purgeWindowSql(schema: string): string {
+  const t = runsTable(schema);
+  return `WITH batch AS MATERIALIZED (
+  SELECT r.ctid AS at, r.tenant_id, r.tool_name, r.idempotency_key FROM ${t} r
+  WHERE r.ctid >= $2::tid AND r.ctid < $3::tid AND ${expired('r')}
+  LIMIT $1::integer FOR UPDATE SKIP LOCKED
+), gone AS (
+  DELETE FROM ${t} WHERE (tenant_id, tool_name, idempotency_key) IN (
+    SELECT tenant_id, tool_name, idempotency_key FROM batch
+  ) RETURNING 1
+)
+SELECT (SELECT count(*) FROM batch)::integer AS taken, (SELECT count(*) FROM gone)::integer AS deleted,
+  (SELECT max(at) FROM batch)::text AS last`;
 }
 
 /** Counts expired rows (for dry runs and progress). */

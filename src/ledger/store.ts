@@ -8,6 +8,8 @@ import type { Driver } from './driver.js';
 import { classifyDriverError, ledgerUnavailable } from './errors.js';
 import type { Layout } from './partitioned.js';
 import { maintainSql, partitionedClaimSql } from './partitioned-sql.js';
+import { purgeBatch, startPurge } from './purge.js';
+import { PURGE_WINDOW_BLOCKS, type PurgeSweep } from './purge-sweep.js';
 import { cacheKey, ResultCache, type ResultCacheLimits } from './result-cache.js';
 import type { ClaimRow, RunKey, RunRow, RunStatus } from './run-row.js';
 import {
@@ -20,7 +22,6 @@ import {
   finishStepSql,
   insertRunParams,
   insertRunSql,
-  purgeExpiredBatchSql,
   recordConflictSql,
   renewLeaseSql,
   startStepSql,
@@ -63,7 +64,6 @@ function statements(schema: string, layout: Layout) {
     renew: fenced(renewLeaseSql),
     conflict: recordConflictSql(schema),
     findJob: findJobSql(schema),
-    purge: purgeExpiredBatchSql(schema),
     startStep: fenced(startStepSql),
     finishStep: fenced(finishStepSql),
   });
@@ -102,6 +102,7 @@ async function writeFenced<R>(
  */
 export class LedgerStore {
   readonly #driver: Driver;
+  readonly #schema: string;
   readonly #sql: ReturnType<typeof statements>;
   readonly channel: string;
   readonly #cache: ResultCache;
@@ -116,6 +117,7 @@ export class LedgerStore {
     layout: Layout = 'table',
   ) {
     this.#driver = driver;
+    this.#schema = schema;
     this.#sql = statements(schema, layout);
     this.#cache = new ResultCache(cache);
     // A plain lowercase identifier: both pg and PGlite LISTEN it without quoting surprises.
@@ -377,15 +379,22 @@ export class LedgerStore {
     );
   }
 
-  /** Deletes one batch; returns how many rows went. */
-  async purgeBatch(batchSize: number): Promise<number> {
+  /** Where a purge starts: a sweep of the heap as it is now, in windows of `windowBlocks` (see purge-sweep.ts). */
+  async startPurge(windowBlocks: number = PURGE_WINDOW_BLOCKS): Promise<PurgeSweep> {
     try {
-      const result = (await this.#driver.query(this.#sql.purge, [batchSize])) as {
-        rows: unknown[];
-        rowCount?: number | null;
-        affectedRows?: number;
-      };
-      return Number(result.rowCount ?? result.affectedRows ?? 0);
+      return await startPurge(this.#driver, this.#schema, windowBlocks);
+    } catch (error) {
+      throw ledgerUnavailable(error, 'start a purge');
+    }
+  }
+
+  /** Deletes one batch of the sweep; returns how many rows went and where the sweep goes on. */
+  async purgeBatch(
+    batchSize: number,
+    sweep: PurgeSweep,
+  ): Promise<{ readonly deleted: number; readonly next: PurgeSweep }> {
+    try {
+      return await purgeBatch(this.#driver, this.#schema, batchSize, sweep);
     } catch (error) {
       if (classifyDriverError(error).condition === 'query_canceled')
         throw purgeBatchCanceled(error, batchSize);
@@ -395,14 +404,14 @@ export class LedgerStore {
 }
 
 /**
- * A purge batch `statement_timeout` canceled. Each batch scans past the rows the batches before it deleted, until a
- * VACUUM removes them, so a large backlog purged at once slows down as it goes: with 2.5 M rows expired in a 30 M-row
- * table (bench/partitions.mjs, autovacuum off) a batch passed the default 5 s within a minute.
+ * A purge batch `statement_timeout` canceled. A window batch reads at most `PURGE_WINDOW_BLOCKS` and deletes at most
+ * `batchSize` rows, so a lock is the likely cause, not the backlog (see purge-sweep.ts); PostgreSQL 13's batches
+ * read the whole table.
  */
 function purgeBatchCanceled(error: unknown, batchSize: number): ToolLedgerError {
   return new ToolLedgerError(
     'LEDGER_UNAVAILABLE',
-    `A purge batch of ${batchSize} rows ran past statementTimeoutSeconds and was canceled; it rolled back, and the batches before it stay purged. Batches slow down while the rows earlier batches deleted wait for a VACUUM, or a batch waited on a lock: VACUUM the ledger table and call purgeExpired() again, purge more often so less expires between runs, raise statementTimeoutSeconds, or use layout: 'partitioned', whose purge drops whole partitions.`,
+    `A purge batch of ${batchSize} rows ran past statementTimeoutSeconds and was canceled; it rolled back, and the batches before it stay purged. A batch reads at most ${(PURGE_WINDOW_BLOCKS * 8) / 1024} MB of the table and deletes at most ${batchSize} rows, so it most likely waited on a lock another session holds on the ledger table: find it in pg_locks, then call purgeExpired() again. If the server is only slow, pass a smaller batchSize or raise statementTimeoutSeconds. On PostgreSQL 13 a batch can read the whole table: upgrade to 14 or later, or use layout: 'partitioned'.`,
     { cause: error, retryable: true },
   );
 }

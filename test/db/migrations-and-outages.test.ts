@@ -461,16 +461,16 @@ describe('a purge batch past statementTimeoutSeconds', () => {
     const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => 'pong' });
     for (const key of ['a', 'b', 'c']) await tool.call({}, { key });
     await admin.query(`UPDATE "${schema}".tool_runs SET expires_at = now() - interval '1 minute'`);
-    // A batch that waits on a lock runs long like one slowed by a backlog: the canceled statement is the same.
+    // EXCLUSIVE lets the purge read the table's size but holds its batch, which must lock rows, past the timeout.
     const locker = await admin.connect();
     try {
       await locker.query('BEGIN');
-      await locker.query(`LOCK TABLE "${schema}".tool_runs IN ACCESS EXCLUSIVE MODE`);
+      await locker.query(`LOCK TABLE "${schema}".tool_runs IN EXCLUSIVE MODE`);
       const purge = ledger.purgeExpired({ batchSize: 2 });
       await expect(purge).rejects.toMatchObject({
         code: 'LEDGER_UNAVAILABLE',
         retryable: true,
-        message: expect.stringMatching(/purge batch of 2 rows ran past statementTimeoutSeconds.*VACUUM/),
+        message: expect.stringMatching(/purge batch of 2 rows ran past statementTimeoutSeconds.*pg_locks/),
       });
       await locker.query('ROLLBACK');
     } finally {

@@ -184,6 +184,9 @@ const PARTITIONED_HOT_PATH: Record<string, Statement> = {
  */
 const NOT_ROUTED = new Set([
   'purgeExpiredBatchSql',
+  'purgeStartSql',
+  'purgeWindowPlanSql',
+  'purgeWindowSql',
   'countExpiredSql',
   'readSettingSql',
   'insertSettingSql',
