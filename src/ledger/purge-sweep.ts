@@ -28,7 +28,7 @@ export type PurgeSweep =
       readonly endBlock: number;
       readonly windowBlocks: number;
     }
-  /** PostgreSQL 13: batches over the whole table, the last of which reads all of it. */
+  /** PostgreSQL 13, or a partitioned table: batches over the whole table, the last of which reads all of it. */
   | { readonly kind: 'whole-table' }
   | { readonly kind: 'done' };
 
@@ -41,8 +41,19 @@ export interface PurgeBatchOutcome {
   readonly last: HeapPosition | undefined;
 }
 
-export function startSweep(serverVersion: number, heapBlocks: number, windowBlocks: number): PurgeSweep {
-  if (serverVersion < TID_RANGE_SCAN_VERSION) return { kind: 'whole-table' };
+/** What a purge finds when it starts (see `purgeStartSql`). */
+export interface PurgeStart {
+  readonly serverVersion: number;
+  readonly heapBlocks: number;
+  /** A partitioned table (the partitioned layout, purged by the CLI) has no heap of its own to sweep. */
+  readonly partitioned: boolean;
+}
+
+export function startSweep(
+  { serverVersion, heapBlocks, partitioned }: PurgeStart,
+  windowBlocks: number,
+): PurgeSweep {
+  if (serverVersion < TID_RANGE_SCAN_VERSION || partitioned) return { kind: 'whole-table' };
   if (heapBlocks <= 0) return { kind: 'done' };
   return { kind: 'window', from: { block: 0, offset: 0 }, endBlock: heapBlocks, windowBlocks };
 }

@@ -20,12 +20,18 @@ export async function startPurge(
   schema: string,
   windowBlocks: number = PURGE_WINDOW_BLOCKS,
 ): Promise<PurgeSweep> {
-  const { rows } = await db.query<{ server_version: number; heap_blocks: string }>(purgeStartSql(), [
-    runsTable(schema),
-  ]);
-  // One row always: the statement has no FROM.
-  const [row] = rows as [{ server_version: number; heap_blocks: string }];
-  return startSweep(Number(row.server_version), Number(row.heap_blocks), windowBlocks);
+  type Start = { server_version: number; heap_blocks: string; partitioned: boolean };
+  const { rows } = await db.query<Start>(purgeStartSql(), [runsTable(schema)]);
+  const row = rows[0];
+  if (row === undefined) throw new Error(`${runsTable(schema)} is not in pg_class`);
+  return startSweep(
+    {
+      serverVersion: Number(row.server_version),
+      heapBlocks: Number(row.heap_blocks),
+      partitioned: row.partitioned,
+    },
+    windowBlocks,
+  );
 }
 
 /** Deletes one batch of the sweep; returns how many rows went and where the sweep goes on. */

@@ -429,12 +429,15 @@ export function purgeExpiredBatchSql(schema: string): string {
 }
 
 /**
- * What a purge reads when it starts: the server's version (TID range scans need 14) and the heap's size in blocks,
- * the end of its sweep. $1 the table, `schema.tool_runs` quoted.
+ * What a purge reads when it starts: the server's version (TID range scans need 14), the heap's size in blocks (the
+ * end of its sweep), and whether the table is partitioned (a parent has no heap of its own). $1 the table,
+ * `schema.tool_runs` quoted.
  */
 export function purgeStartSql(): string {
   return `SELECT current_setting('server_version_num')::integer AS server_version,
-  (pg_relation_size($1::text::regclass) / current_setting('block_size')::bigint)::bigint::text AS heap_blocks`;
+  (pg_relation_size(c.oid) / current_setting('block_size')::bigint)::bigint::text AS heap_blocks,
+  c.relkind = 'p' AS partitioned
+FROM pg_class c WHERE c.oid = $1::text::regclass`;
 }
 
 /**

@@ -53,7 +53,10 @@ describe('the purge sweep', () => {
         fc.integer({ min: 1, max: 9 }),
         (heap, windowBlocks, batchSize) => {
           const gone = new Set<string>();
-          let sweep = startSweep(TID_RANGE_SCAN_VERSION, heap.length, windowBlocks);
+          let sweep = startSweep(
+            { serverVersion: TID_RANGE_SCAN_VERSION, heapBlocks: heap.length, partitioned: false },
+            windowBlocks,
+          );
           const expired = heap.flatMap((slots) => slots.filter((s) => s === 'expired')).length;
           const bound = Math.ceil(heap.length / windowBlocks) + Math.ceil(expired / batchSize) + 1;
           let batches = 0;
@@ -74,9 +77,12 @@ describe('the purge sweep', () => {
     );
   });
 
-  it('has nothing to do on an empty heap, and sweeps the whole table on PostgreSQL 13', () => {
-    expect(startSweep(TID_RANGE_SCAN_VERSION, 0, 4)).toEqual({ kind: 'done' });
-    const old = startSweep(130_012, 1_000, 4);
+  it('has nothing to do on an empty heap, and purges the whole table on PostgreSQL 13 or when partitioned', () => {
+    const start = { serverVersion: TID_RANGE_SCAN_VERSION, heapBlocks: 0, partitioned: false };
+    expect(startSweep(start, 4)).toEqual({ kind: 'done' });
+    // A partitioned table's parent has no heap (its size is 0): it is purged as a whole, not skipped.
+    expect(startSweep({ ...start, partitioned: true }, 4)).toEqual({ kind: 'whole-table' });
+    const old = startSweep({ serverVersion: 130_012, heapBlocks: 1_000, partitioned: false }, 4);
     expect(old).toEqual({ kind: 'whole-table' });
     expect(afterBatch(old, { taken: 5, batchSize: 5, last: undefined })).toBe(old);
     expect(afterBatch(old, { taken: 4, batchSize: 5, last: undefined })).toEqual({ kind: 'done' });
