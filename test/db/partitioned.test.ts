@@ -3,7 +3,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { parameterHash } from '../../src/contract/fingerprint.js';
 import type { Ledger } from '../../src/index.js';
-import { listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
+import { CLAIM_TRIES, listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
 import { completeSql } from '../../src/ledger/sql.js';
 import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
 import { rejection } from '../support/rejection.js';
@@ -442,4 +442,277 @@ describe('migration from the table layout', () => {
     const tool = ledger.tool({ name: 'ping', kind: 'mutation', handler: () => 'ok' });
     expect((await tool.invoke({}, { key: 'dba' })).outcome).toBe('executed');
   });
+});
+
+/**
+ * The claim function's second look (`tool_ledger_claim_at()`, partitioned-sql.ts): a raw session, which takes no
+ * advisory lock, commits a delete or a move of the key's row between the function's look-up and its claim of the
+ * row found, or inside that claim.
+ *
+ * Why each sequence is deterministic: the raw session takes its lock before the claim starts; the test goes on
+ * only once pg_locks shows the claim's backend waiting on that very lock, so the claim has done its look-up and is
+ * parked in the statement after it; the raw session then changes the row and commits while the claim cannot move.
+ * The polls only pace the checks: they order nothing.
+ *
+ * Two places to park the claim, two different answers:
+ * - A SHARE lock on the table lets the look-up's ACCESS SHARE through and stops the found-row claim
+ *   (`claimFoundSql`, narrowed to the expiry found) at its ROW EXCLUSIVE lock on `tool_runs`, which Postgres takes
+ *   before the statement's snapshot. That snapshot sees the commit, so the statement finds no row and the function
+ *   looks again: the path between the look-up and the claim.
+ * - A row lock stops the `taken` CTE's UPDATE inside `claimFoundSql`, after its snapshot: the `existing` CTE has read
+ *   the row already. A delete then leaves `taken` empty (read committed skips a deleted row), and the statement
+ *   answers `existing` with `takeover_due`, which the function returns and the TypeScript claim loop judges raced
+ *   and claims again. A move to another partition fails the UPDATE with 40001 ("tuple to be locked was already
+ *   moved to another partition due to concurrent update"), which the function retries.
+ */
+describe('the claim function when its row moves or goes during the claim', () => {
+  const ROW_EXCLUSIVE = { locktype: 'relation', mode: 'RowExclusiveLock' };
+  const ROW_LOCK = { locktype: 'transactionid', mode: 'ShareLock' };
+  const KEY_LOCK = { locktype: 'advisory', mode: 'ExclusiveLock' };
+  // The claim function's advisory lock class for keys (KEY_LOCK_CLASS in partitioned-sql.ts).
+  const KEY_LOCK_CLASS = 0x7711;
+
+  /** What the claim in `schema` waits on, once it waits: at most 400 polls and 10 s, so a claim that never blocks fails the test. */
+  async function claimWaiting(schema: string) {
+    const deadline = Date.now() + 10_000;
+    for (let poll = 0; poll < 400 && Date.now() < deadline; poll++) {
+      const [waiting] = await backend.sql<{ locktype: string; mode: string; relation: string | null }>(
+        `SELECT l.locktype, l.mode, l.relation::regclass::text AS relation
+         FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE NOT l.granted AND a.query LIKE $1`,
+        [`%${schema}%tool_ledger_claim_at(%`],
+      );
+      if (waiting) return waiting;
+      await sleep(25);
+    }
+    throw new Error(`the claim in ${schema} never waited on a lock`);
+  }
+
+  /** Waits until the session `pid` waits on a lock, bounded as `claimWaiting`. */
+  async function sessionWaiting(pid: number) {
+    const deadline = Date.now() + 10_000;
+    for (let poll = 0; poll < 400 && Date.now() < deadline; poll++) {
+      const [waiting] = await backend.sql<{ locktype: string }>(
+        'SELECT locktype FROM pg_locks WHERE pid = $1 AND NOT granted',
+        [pid],
+      );
+      if (waiting) return waiting;
+      await sleep(25);
+    }
+    throw new Error(`session ${pid} never waited on a lock`);
+  }
+
+  /** A key's completed run, expired two hours back: any claim of it is a takeover. */
+  async function expiredRun(key: string) {
+    const ledger = await backend.open(partitioned);
+    await makePastPartitions(ledger.schema, 5);
+    let runs = 0;
+    const tool = ledger.tool({ name: 'charge', kind: 'mutation', handler: () => ++runs });
+    await tool.call({}, { key });
+    const t = `"${ledger.schema}".tool_runs`;
+    await backend.sql(`UPDATE ${t} SET expires_at = now() - interval '2 hours' WHERE idempotency_key = $1`, [
+      key,
+    ]);
+    const [row] = await rowsOf(ledger, key);
+    const [args] = await backend.sql<{
+      tenant: string;
+      tool: string;
+      user: string | null;
+      hash: string;
+      lock: number;
+    }>(
+      `SELECT tenant_id AS tenant, tool_name AS tool, user_id AS user, parameter_hash AS hash,
+         hashtext($2 || chr(31) || tenant_id || chr(31) || tool_name || chr(31) || idempotency_key) AS lock
+       FROM ${t} WHERE idempotency_key = $1`,
+      [key, ledger.schema],
+    );
+    return { ledger, tool, t, key, row: row!, args: args!, runs: () => runs };
+  }
+  type Run = Awaited<ReturnType<typeof expiredRun>>;
+
+  /** One call of the function itself, as the store makes it, so a test sees the function's own answer. */
+  async function claimDirectly(run: Run) {
+    const client = await connectOne();
+    try {
+      const { rows } = await client.query(
+        `SELECT claim, status, attempt, takeover_due FROM "${run.ledger.schema}".tool_ledger_claim_at(
+           $1, $2, $3, $4, $5, 'direct', 30, ${HOUR}, NULL, NULL, NULL, true, false)`,
+        [run.args.tenant, run.args.tool, run.key, run.args.user, run.args.hash],
+      );
+      return rows;
+    } finally {
+      await client.end();
+    }
+  }
+
+  /**
+   * Runs `claim` while a raw session holds `lock`; once the claim waits on it (as `expected`), the raw session runs
+   * `change` and commits, and the claim's answer is returned.
+   */
+  async function race<T>(
+    run: Run,
+    lock: string,
+    expected: Record<string, unknown>,
+    change: string,
+    claim: () => Promise<T>,
+  ): Promise<T> {
+    const raw = await connectOne();
+    try {
+      await raw.query('BEGIN');
+      await raw.query(lock);
+      const claimed = claim();
+      // Settled here too, so a failed wait below leaves no unhandled rejection behind.
+      claimed.catch(() => {});
+      expect(await claimWaiting(run.ledger.schema)).toMatchObject(expected);
+      await raw.query(change);
+      await raw.query('COMMIT');
+      return await claimed;
+    } finally {
+      await raw.end();
+    }
+  }
+
+  const tableLock = (run: Run) => `LOCK TABLE ${run.t} IN SHARE MODE`;
+  const rowLock = (run: Run) => `SELECT 1 FROM ${run.t} WHERE idempotency_key = '${run.key}' FOR UPDATE`;
+  const parkedBeforeClaim = (run: Run) => ({ ...ROW_EXCLUSIVE, relation: `${run.ledger.schema}.tool_runs` });
+  const deleteRow = (run: Run) => `DELETE FROM ${run.t} WHERE idempotency_key = '${run.key}'`;
+  // As a completion that outlasted its TTL moves its row forward.
+  const moveForward = (run: Run) =>
+    `UPDATE ${run.t} SET expires_at = now() + interval '1 hour' WHERE idempotency_key = '${run.key}'`;
+
+  it('looks again when the row found is deleted before its claim, and inserts a fresh run in the same call', async () => {
+    const run = await expiredRun('went');
+    const answer = await race(run, tableLock(run), parkedBeforeClaim(run), deleteRow(run), () =>
+      claimDirectly(run),
+    );
+    // The found-row claim never inserts: only the function's second look can.
+    expect(answer).toMatchObject([{ claim: 'inserted', status: 'in_progress', attempt: 1 }]);
+    const after = await rowsOf(run.ledger, 'went');
+    expect(after).toHaveLength(1);
+    expect(after[0]?.id).not.toBe(run.row.id);
+  });
+
+  it('runs the key afresh through the ledger when its row is deleted before the claim', async () => {
+    const run = await expiredRun('went');
+    const outcome = await race(run, tableLock(run), parkedBeforeClaim(run), deleteRow(run), () =>
+      run.tool.invoke({}, { key: 'went' }),
+    );
+    expect(outcome).toMatchObject({ outcome: 'executed', attempt: 1, value: 2 });
+    expect(run.runs()).toBe(2);
+    const after = await rowsOf(run.ledger, 'went');
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ status: 'succeeded' });
+    expect(after[0]?.id).not.toBe(run.row.id);
+    expect(await run.tool.invoke({}, { key: 'went' })).toMatchObject({ outcome: 'replayed', value: 2 });
+  });
+
+  it('looks again when the row found moves to a live partition before its claim, and answers it as it stands', async () => {
+    const run = await expiredRun('moved-on');
+    const answer = await race(run, tableLock(run), parkedBeforeClaim(run), moveForward(run), () =>
+      claimDirectly(run),
+    );
+    // Found again in its new partition, no longer expired: nothing to take over.
+    expect(answer).toMatchObject([
+      { claim: 'existing', status: 'succeeded', attempt: 1, takeover_due: false },
+    ]);
+  });
+
+  it('replays through the ledger a completed row that moves to a live partition before the claim', async () => {
+    const run = await expiredRun('moved-on');
+    const outcome = await race(run, tableLock(run), parkedBeforeClaim(run), moveForward(run), () =>
+      run.tool.invoke({}, { key: 'moved-on' }),
+    );
+    expect(outcome).toMatchObject({ outcome: 'replayed', value: 1 });
+    expect(run.runs()).toBe(1);
+    const after = await rowsOf(run.ledger, 'moved-on');
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ id: run.row.id, status: 'succeeded' });
+    expect(after[0]?.part).not.toBe(run.row.part);
+  });
+
+  it('answers the old row as due for takeover when it is deleted while the takeover waits on its row lock', async () => {
+    const run = await expiredRun('locked');
+    const answer = await race(run, rowLock(run), ROW_LOCK, deleteRow(run), () => claimDirectly(run));
+    // The function does not look again here: its statement read the row before the wait. The ledger's claim
+    // loop reads `takeover_due` as a race and claims again (next test).
+    expect(answer).toMatchObject([{ claim: 'existing', status: 'succeeded', takeover_due: true }]);
+    expect(await rowsOf(run.ledger, 'locked')).toHaveLength(0);
+  });
+
+  it('runs the key afresh through the ledger when its row is deleted while the takeover waits on its row lock', async () => {
+    const run = await expiredRun('locked');
+    const outcome = await race(run, rowLock(run), ROW_LOCK, deleteRow(run), () =>
+      run.tool.invoke({}, { key: 'locked' }),
+    );
+    expect(outcome).toMatchObject({ outcome: 'executed', attempt: 1, value: 2 });
+    expect(run.runs()).toBe(2);
+    const after = await rowsOf(run.ledger, 'locked');
+    expect(after).toHaveLength(1);
+    expect(after[0]?.id).not.toBe(run.row.id);
+  });
+
+  /**
+   * The bound: the row moves to another partition during every one of the CLAIM_TRIES tries. Tries 1 to 4 wait on
+   * the mover's uncommitted move (a row lock) and fail with 40001 when it commits. Between tries a gate session
+   * holds the key's advisory lock: it queues for the lock behind the claim's try, the 40001 rolls the try back,
+   * which releases the lock, and Postgres grants a released lock to the sessions already queued for it, so the
+   * gate has it before the claim asks again. The mover starts the next move while the claim waits on the gate.
+   * The last try ends either the same way (the function re-raises Postgres's 40001) or parked before its claim,
+   * as above (the function raises its own error).
+   */
+  it.each([
+    ['a move under its row lock', 'already moved to another partition'],
+    ['a move before its claim', `the claimed row moved or went ${CLAIM_TRIES} times during its claim`],
+  ])(
+    'gives up after CLAIM_TRIES tries when the last ends with %s, with a retryable error that names no key',
+    async (_last, text) => {
+      const run = await expiredRun('restless-key');
+      const lastBeforeClaim = text.includes('claimed row');
+      const mover = await connectOne();
+      const gate = await connectOne();
+      const hours = (i: number) => (i % 2 === 0 ? 2 : 3);
+      const move = (i: number) =>
+        mover.query(
+          `UPDATE ${run.t} SET expires_at = now() - make_interval(hours => ${hours(i)}) WHERE idempotency_key = '${run.key}'`,
+        );
+      try {
+        const gatePid: number = (await gate.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+        await mover.query('BEGIN');
+        await move(1);
+        const failed = rejection(run.tool.invoke({}, { key: run.key }));
+        expect(await claimWaiting(run.ledger.schema)).toMatchObject(ROW_LOCK);
+        for (let next = 2; next <= CLAIM_TRIES; next++) {
+          const gated = gate.query('SELECT pg_advisory_lock($1, $2)', [KEY_LOCK_CLASS, run.args.lock]);
+          expect(await sessionWaiting(gatePid)).toMatchObject({ locktype: 'advisory' });
+          await mover.query('COMMIT');
+          await gated;
+          expect(await claimWaiting(run.ledger.schema)).toMatchObject(KEY_LOCK);
+          await mover.query('BEGIN');
+          const parkBeforeClaim = next === CLAIM_TRIES && lastBeforeClaim;
+          if (parkBeforeClaim) await mover.query(tableLock(run));
+          else await move(next);
+          await gate.query('SELECT pg_advisory_unlock($1, $2)', [KEY_LOCK_CLASS, run.args.lock]);
+          expect(await claimWaiting(run.ledger.schema)).toMatchObject(
+            parkBeforeClaim ? parkedBeforeClaim(run) : ROW_LOCK,
+          );
+          if (parkBeforeClaim) await move(next);
+        }
+        await mover.query('COMMIT');
+        const error = await failed;
+        expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
+        expect(error.message).toContain(text);
+        expect(error.message).not.toContain(run.key);
+        expect((error.cause as { code?: string } | undefined)?.code).toBe('40001');
+      } finally {
+        await mover.end();
+        await gate.end();
+      }
+      expect(run.runs()).toBe(1);
+      // Nothing of the tries stayed behind: the row is as the last move left it, and the next claim takes it over.
+      expect(await rowsOf(run.ledger, run.key)).toMatchObject([
+        { id: run.row.id, attempt: 1, status: 'succeeded' },
+      ]);
+      expect(await run.tool.invoke({}, { key: run.key })).toMatchObject({ outcome: 'executed', value: 2 });
+    },
+  );
 });
