@@ -32,6 +32,8 @@ export interface DriverFailure {
    */
   readonly rolledBack?: boolean;
   readonly condition?: FailureCondition;
+  /** For retryable failures: what most likely happened, when it is more than "unreachable or busy". */
+  readonly reason?: string;
 }
 
 const TRANSIENT: DriverFailure = { retryable: true, outcomeUnknown: false };
@@ -41,6 +43,12 @@ const permanent = (fix: string, condition?: FailureCondition): DriverFailure =>
     ? { retryable: false, fix, outcomeUnknown: false }
     : { retryable: false, fix, outcomeUnknown: false, condition };
 const ROLLED_BACK_TRANSIENT: DriverFailure = { ...TRANSIENT, rolledBack: true };
+/** Serialization failures and deadlocks: the server gave up on this statement's transaction, not on the database. */
+const CONFLICTED: DriverFailure = {
+  ...ROLLED_BACK_TRANSIENT,
+  reason:
+    'Another session changed the same rows at the same moment (a key claimed, purged or moved by hand), and the server rolled this statement back, so nothing of it was saved',
+};
 const POOLER =
   'A pooler in transaction mode (PgBouncer before 1.21, RDS Proxy, Supavisor) lost a prepared statement between connections: pass preparedStatements: false';
 
@@ -57,8 +65,8 @@ const SQLSTATE: Readonly<Record<string, DriverFailure>> = {
   '57P04': permanent('The database was dropped: point the ledger at an existing database'),
   '53300': TRANSIENT, // too_many_connections
   '53400': permanent('A configured limit was exceeded: raise it on the server or lower poolSize'),
-  '40001': ROLLED_BACK_TRANSIENT, // serialization_failure
-  '40P01': ROLLED_BACK_TRANSIENT, // deadlock_detected
+  '40001': CONFLICTED, // serialization_failure
+  '40P01': CONFLICTED, // deadlock_detected
   '55P03': TRANSIENT, // lock_not_available (lock_timeout)
   '25P03': TRANSIENT, // idle_in_transaction_session_timeout ended the session
   '42P01': permanent(MIGRATE, 'undefined_table'),
@@ -162,7 +170,7 @@ export function ledgerUnavailable(error: unknown, doing: string): ToolLedgerErro
   if (error instanceof ToolLedgerError) return error;
   const failure = classifyDriverError(error);
   const message = failure.retryable
-    ? `The ledger could not ${doing}: ${describe(error)}. The database is unreachable or busy; retry with the same idempotency key in a moment.`
+    ? `The ledger could not ${doing}: ${describe(error)}. ${failure.reason ?? 'The database is unreachable or busy'}; retry with the same idempotency key in a moment.`
     : `The ledger could not ${doing}: ${describe(error)}. ${failure.fix}. Retrying will not help until that is fixed.`;
   return new ToolLedgerError('LEDGER_UNAVAILABLE', message, {
     cause: error,

@@ -16,7 +16,7 @@ export const PARTITION_WIDTH_SETTING = 'partition_width_seconds';
 
 // Advisory lock classes (the two-int form, whose first argument names the use): keys, and partition DDL. The
 // migration lock is 0x7710 (migrations.ts).
-const KEY_LOCK_CLASS = 0x7711;
+export const KEY_LOCK_CLASS = 0x7711;
 const DDL_LOCK_CLASS = 0x7712;
 
 /** How many times the claim retries a serialization failure (a row moved by a concurrent update) or a missing partition. */

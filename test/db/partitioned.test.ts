@@ -3,7 +3,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { parameterHash } from '../../src/contract/fingerprint.js';
 import type { Ledger } from '../../src/index.js';
-import { CLAIM_TRIES, listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
+import { CLAIM_TRIES, KEY_LOCK_CLASS, listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
 import { completeSql } from '../../src/ledger/sql.js';
 import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
 import { rejection } from '../support/rejection.js';
@@ -162,9 +162,11 @@ describe('partitioned layout', () => {
       await expect
         .poll(
           async () =>
+            // This schema's claim only: another test's claim may be waiting at the same moment.
             (
               await backend.sql<{ n: number }>(
-                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%tool_ledger_claim%'`,
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+                [`%${ledger.schema}%tool_ledger_claim%`],
               )
             )[0]?.n,
           { timeout: 10_000 },
@@ -469,8 +471,6 @@ describe('the claim function when its row moves or goes during the claim', () =>
   const ROW_EXCLUSIVE = { locktype: 'relation', mode: 'RowExclusiveLock' };
   const ROW_LOCK = { locktype: 'transactionid', mode: 'ShareLock' };
   const KEY_LOCK = { locktype: 'advisory', mode: 'ExclusiveLock' };
-  // The claim function's advisory lock class for keys (KEY_LOCK_CLASS in partitioned-sql.ts).
-  const KEY_LOCK_CLASS = 0x7711;
 
   /** What the claim in `schema` waits on, once it waits: at most 400 polls and 10 s, so a claim that never blocks fails the test. */
   async function claimWaiting(schema: string) {
@@ -701,6 +701,7 @@ describe('the claim function when its row moves or goes during the claim', () =>
         const error = await failed;
         expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: true });
         expect(error.message).toContain(text);
+        expect(error.message).toContain('Another session changed the same rows');
         expect(error.message).not.toContain(run.key);
         expect((error.cause as { code?: string } | undefined)?.code).toBe('40001');
       } finally {

@@ -58,6 +58,17 @@ describe('driver error classification', () => {
     expect(ledgerUnavailable(withCode('refused', code), 'claim').message).toMatch(fix);
   });
 
+  it('says why a retryable failure happened when it knows more than "unreachable or busy"', () => {
+    for (const code of ['40001', '40P01']) {
+      expect(ledgerUnavailable(withCode('could not serialize', code), 'claim').message).toMatch(
+        /Another session changed the same rows.*nothing of it was saved; retry with the same idempotency key/,
+      );
+    }
+    expect(ledgerUnavailable(withCode('reset', 'ECONNRESET'), 'claim').message).toMatch(
+      /unreachable or busy; retry with the same idempotency key/,
+    );
+  });
+
   it('keeps a ToolLedgerError as it is', () => {
     const original = new ToolLedgerError('LEASE_LOST', 'lost');
     expect(ledgerUnavailable(original, 'claim')).toBe(original);
