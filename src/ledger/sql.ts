@@ -450,19 +450,22 @@ export function purgeWindowPlanSql(): string {
 
 /**
  * Deletes one batch of expired rows within one window of heap blocks (see purge-sweep.ts), skipping rows another
- * purger holds, by key. Answers how many rows it took and deleted, and the last one's position (a TID range scan
- * returns rows in heap order). $1 batch size, $2 the window's first tid, $3 the tid after it.
+ * purger holds. Answers how many rows it took and deleted, and the last one's position (a TID range scan returns
+ * rows in heap order). $1 batch size, $2 the window's first tid, $3 the tid after it.
+ *
+ * By `ctid`, not by key: the batch holds each row's lock, so no one else can update or delete it and its `ctid`
+ * stays its own until this statement ends (and a version that did change would fail the `ctid` test on recheck, and
+ * be left). That spares a primary-key descent per row: 3 M rows with 1 M expired took 5.6 s against 17.1 s by key,
+ * with the same WAL.
  */
 export function purgeWindowSql(schema: string): string {
   const t = runsTable(schema);
   return `WITH batch AS MATERIALIZED (
-  SELECT r.ctid AS at, r.tenant_id, r.tool_name, r.idempotency_key FROM ${t} r
+  SELECT r.ctid AS at FROM ${t} r
   WHERE r.ctid >= $2::tid AND r.ctid < $3::tid AND ${expired('r')}
   LIMIT $1::integer FOR UPDATE SKIP LOCKED
 ), gone AS (
-  DELETE FROM ${t} WHERE (tenant_id, tool_name, idempotency_key) IN (
-    SELECT tenant_id, tool_name, idempotency_key FROM batch
-  ) RETURNING 1
+  DELETE FROM ${t} WHERE ctid = ANY (ARRAY(SELECT at FROM batch)) RETURNING 1
 )
 SELECT (SELECT count(*) FROM batch)::integer AS taken, (SELECT count(*) FROM gone)::integer AS deleted,
   (SELECT max(at) FROM batch)::text AS last`;
