@@ -45,7 +45,7 @@ export async function purgeBatch(
     case 'done':
       return { deleted: 0, next: sweep };
     case 'whole-table': {
-      const { rows } = await db.query(`${purgeExpiredBatchSql(schema)} RETURNING 1`, [batchSize]);
+      const { rows } = await db.query(purgeExpiredBatchSql(schema), [batchSize]);
       return {
         deleted: rows.length,
         next: afterBatch(sweep, { taken: rows.length, batchSize, last: undefined }),

@@ -415,8 +415,8 @@ WHERE tenant_id = $1::text AND tool_name = $2::text AND job_id = $3::text`;
 }
 
 /**
- * PostgreSQL 13's purge batch, over the whole table (see purge-sweep.ts). Deletes one batch of expired rows,
- * skipping rows another purger holds. By key, the primary key: `id` has no
+ * The whole-table purge batch, for PostgreSQL 13 and partitioned tables (see purge-sweep.ts). Deletes one batch
+ * of expired rows, skipping rows another purger holds, and answers a row for each. By key, the primary key: `id` has no
  * index since migration 8. No order: the expiry index is a BRIN (migration 8), which finds the expired ranges
  * but cannot sort them, and a batch that must be the oldest would sort every expired row each time. $1 batch size.
  */
@@ -425,7 +425,8 @@ export function purgeExpiredBatchSql(schema: string): string {
   return `DELETE FROM ${t} WHERE (tenant_id, tool_name, idempotency_key) IN (
   SELECT tenant_id, tool_name, idempotency_key FROM ${t} r WHERE ${expired('r')} LIMIT $1::integer
   FOR UPDATE SKIP LOCKED
-)`;
+)
+RETURNING 1`;
 }
 
 /**

@@ -380,7 +380,7 @@ export class LedgerStore {
   }
 
   /** Where a purge starts: a sweep of the heap as it is now, in windows of `windowBlocks` (see purge-sweep.ts). */
-  async startPurge(windowBlocks: number = PURGE_WINDOW_BLOCKS): Promise<PurgeSweep> {
+  async startPurge(windowBlocks?: number): Promise<PurgeSweep> {
     try {
       return await startPurge(this.#driver, this.#schema, windowBlocks);
     } catch (error) {
