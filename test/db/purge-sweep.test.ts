@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/contract/types.js';
-import type { PurgeSweep } from '../../src/ledger/purge-sweep.js';
+import { type PurgeSweep, TID_RANGE_SCAN_VERSION } from '../../src/ledger/purge-sweep.js';
 import { purgeExpiredBatchSql, purgeWindowPlanSql, purgeWindowSql } from '../../src/ledger/sql.js';
 import { LedgerStore } from '../../src/ledger/store.js';
 import { databaseUrl } from '../support/db.js';
@@ -62,6 +62,13 @@ async function blocksRead(db: Queryable, text: string, params: unknown[]): Promi
   return (root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0);
 }
 
+/** The server's version_num: the sweep takes TID range windows from PostgreSQL 14 (TID_RANGE_SCAN_VERSION) on. */
+async function serverVersion(db: Queryable): Promise<number> {
+  return Number(
+    (await db.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]?.v,
+  );
+}
+
 describe.each(rawDrivers)('the purge sweep on %s', (name, open) => {
   const cleanup: Array<() => Promise<void>> = [];
   afterAll(async () => {
@@ -81,11 +88,13 @@ describe.each(rawDrivers)('the purge sweep on %s', (name, open) => {
     );
     expect(blocks).toBeGreaterThan(20);
     const store = new LedgerStore(driver, schema);
+    const windows = (await serverVersion(driver)) >= TID_RANGE_SCAN_VERSION;
     const swept = await sweepAll(store, 4, 50);
     expect(swept).toMatchObject({ deleted: ROWS / 3, done: true });
-    expect([...swept.kinds].sort()).toEqual(['done', 'window']);
+    // PostgreSQL 13 (`npm run test:postgres13`) has no TID range scans: the same rows go in whole-table batches.
+    expect([...swept.kinds].sort()).toEqual(['done', windows ? 'window' : 'whole-table']);
     // At least one batch per window, and one per 50 rows.
-    expect(swept.batches).toBeGreaterThanOrEqual(Math.ceil(blocks / 4));
+    if (windows) expect(swept.batches).toBeGreaterThanOrEqual(Math.ceil(blocks / 4));
     expect(swept.batches).toBeGreaterThanOrEqual(ROWS / 3 / 50);
     expect(await count(driver, schema, 'true')).toBe(ROWS - ROWS / 3 + 1);
     expect(await count(driver, schema, `r.idempotency_key = 'leased'`)).toBe(1);
@@ -94,9 +103,11 @@ describe.each(rawDrivers)('the purge sweep on %s', (name, open) => {
     expect((await sweepAll(store, 4, 50)).deleted).toBe(0);
   });
 
-  it('reads one window per batch, where a whole-table batch that finds too few rows reads every block', async () => {
+  it('reads one window per batch, where a whole-table batch that finds too few rows reads every block', async (ctx) => {
     const { driver, schema, done } = await open('sweep_bound');
     cleanup.push(done);
+    if ((await serverVersion(driver)) < TID_RANGE_SCAN_VERSION)
+      ctx.skip('PostgreSQL 13 has no TID range scans, so its purge never sends the window statement');
     await fill(driver, schema);
     await driver.query(
       `DELETE FROM "${schema}".tool_runs WHERE expires_at <= now() AND status <> 'in_progress'`,
@@ -113,9 +124,11 @@ describe.each(rawDrivers)('the purge sweep on %s', (name, open) => {
     expect(wholeTable).toBeGreaterThan(20);
   });
 
-  it('plans each window as a TID range scan', async () => {
+  it('plans each window as a TID range scan', async (ctx) => {
     const { driver, schema, done } = await open('sweep_plan');
     cleanup.push(done);
+    if ((await serverVersion(driver)) < TID_RANGE_SCAN_VERSION)
+      ctx.skip('PostgreSQL 13 has no TID range scans, so its purge never sends the window statement');
     await fill(driver, schema);
     if (name === 'postgres') await driver.query(`ANALYZE "${schema}".tool_runs`);
     const plan = await driver.transaction(async (tx) => {
