@@ -8,8 +8,8 @@ import {
   type AnyClient,
   type Child,
   callTool,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   errorCode,
   FILESYSTEM_SERVER,
   httpClient,
@@ -35,7 +35,7 @@ function jwt(claims: Record<string, unknown>, secret = SECRET): string {
 }
 
 beforeAll(async () => {
-  const common = ['--database-url', databaseUrl(), '--schema', schema];
+  const common = ['--database-url', cliDatabaseUrl(), '--schema', schema];
   const upstream = ['--', process.execPath, FILESYSTEM_SERVER, dir];
   const header = await httpGateway([...common, '--tenant-header', 'x-tenant-id', ...upstream]);
   children.push(header);

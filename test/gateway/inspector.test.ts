@@ -9,11 +9,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Child,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   FILESYSTEM_SERVER,
   gatewayCommand,
   httpGateway,
+  passwordFile,
   ROOT,
   tempDir,
 } from './support.js';
@@ -28,7 +29,7 @@ let http: Child & { url: URL };
 beforeAll(async () => {
   http = await httpGateway([
     '--database-url',
-    databaseUrl(),
+    cliDatabaseUrl(),
     '--schema',
     schema,
     '--',
@@ -47,7 +48,7 @@ const TARGETS = {
   stdio: () => {
     const { command, args } = gatewayCommand([
       '--database-url',
-      databaseUrl(),
+      cliDatabaseUrl(),
       '--schema',
       schema,
       '--',
@@ -55,7 +56,10 @@ const TARGETS = {
       FILESYSTEM_SERVER,
       dir,
     ]);
-    return ['--', command, ...args];
+    // The Inspector hands the gateway it spawns only the variables given with -e: the password, when the test
+    // database has one, travels as a password file (a value given with -e would show in ps).
+    const passfile = passwordFile();
+    return [...(passfile ? ['-e', `PGPASSFILE=${passfile}`] : []), '--', command, ...args];
   },
   'Streamable HTTP': () => ['--transport', 'http', '--', http.url.href],
 } as const;

@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
   callTool,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   filesystemGatewayArgs,
   freePort,
   gatewayCommand,
@@ -29,9 +29,8 @@ describe('gateway with a multi-host --database-url', () => {
   });
 
   it('skips the refusing host and replays a repeated move_file from the ledger', async () => {
-    const url = new URL(databaseUrl());
     // A password goes in PGPASSWORD, never on the command line (the gateway refuses it there).
-    if (url.password !== '') process.env.PGPASSWORD = decodeURIComponent(url.password);
+    const url = new URL(cliDatabaseUrl());
     const user = url.username ? `${url.username}@` : '';
     const refusing = `127.0.0.1:${await freePort()}`;
     const hostList = `${url.protocol}//${user}${refusing},${url.host}${url.pathname}?target_session_attrs=read-write`;

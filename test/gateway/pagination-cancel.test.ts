@@ -8,8 +8,8 @@ import {
   type AnyClient,
   type Child,
   callTool,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   errorCode,
   eventually,
   freePort,
@@ -56,7 +56,7 @@ describe.each(CASES)(
   ({ line, transport }) => {
     let client: AnyClient;
     beforeAll(async () => {
-      const common = ['--database-url', databaseUrl(), '--schema', schema];
+      const common = ['--database-url', cliDatabaseUrl(), '--schema', schema];
       if (transport === 'stdio') {
         client = await stdioClient(line, gatewayCommand([...common, '--', process.execPath, SERVER]));
         return;

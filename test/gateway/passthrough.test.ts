@@ -6,8 +6,8 @@ import {
   type AnyClient,
   type Child,
   callTool,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   EVERYTHING_SERVER,
   errorCode,
   freePort,
@@ -39,7 +39,7 @@ beforeAll(async () => {
   children.push(upstream);
   const gateway = await httpGateway([
     '--database-url',
-    databaseUrl(),
+    cliDatabaseUrl(),
     '--schema',
     schema,
     '--upstream',
@@ -68,7 +68,7 @@ describe.each(CASES)('pass-through, MCP SDK $line client over $transport', ({ li
             line,
             gatewayCommand([
               '--database-url',
-              databaseUrl(),
+              cliDatabaseUrl(),
               '--schema',
               schema,
               '--',
@@ -156,7 +156,7 @@ describe.each(['stdio', 'Streamable HTTP'] as const)('server-to-client requests 
     });
     const spawned = gatewayCommand([
       '--database-url',
-      databaseUrl(),
+      cliDatabaseUrl(),
       '--schema',
       schema,
       '--',

@@ -8,8 +8,8 @@ import { resolveSessionIdleTimeoutMs } from '../../src/config.js';
 import {
   type AnyClient,
   type Child,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   EVERYTHING_SERVER,
   eventually,
   httpClient,
@@ -28,7 +28,7 @@ beforeAll(async () => {
   // Each session spawns its own server; the shell appends its pid, then becomes the server (exec).
   gateway = await httpGateway([
     '--database-url',
-    databaseUrl(),
+    cliDatabaseUrl(),
     '--schema',
     schema,
     '--session-idle-timeout',

@@ -1,6 +1,6 @@
 // Shared helpers of the gateway suites: real MCP servers from npm, the gateway's real CLI as a child process,
 // and real clients of both MCP SDK lines.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +42,34 @@ export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('DATABASE_URL is not set: the vitest global setup should have started Postgres.');
   return url;
+}
+
+/**
+ * The test database as a user passes it on the command line: the URL without its password, which goes into
+ * `PGPASSWORD` for the processes this suite spawns, as the CLI's refusal of a password in `--database-url` tells
+ * users to do. The embedded server a fresh clone's `npm test` starts has a password; CI's server has none.
+ */
+export function cliDatabaseUrl(url = databaseUrl()): string {
+  const parsed = new URL(url);
+  if (parsed.password === '') return url;
+  process.env.PGPASSWORD = decodeURIComponent(parsed.password);
+  parsed.password = '';
+  return parsed.toString();
+}
+
+/**
+ * For a client that starts the gateway with only a few variables of its own choosing (the MCP SDK's stdio transport
+ * passes HOME, PATH and the like, so no PGPASSWORD): a libpq password file (mode 0600) with the test database's
+ * password, to name in PGPASSFILE, or undefined when its URL has none.
+ */
+export function passwordFile(url = databaseUrl()): string | undefined {
+  const parsed = new URL(url);
+  if (parsed.password === '') return undefined;
+  const file = join(tempDir('pgpass'), 'pgpass');
+  writeFileSync(file, `*:*:*:*:${decodeURIComponent(parsed.password).replace(/[\\:]/g, '\\$&')}\n`, {
+    mode: 0o600,
+  });
+  return file;
 }
 
 export function tempDir(prefix: string): string {
@@ -114,7 +142,7 @@ export function callWithProgress(
 }
 
 /** The gateway's arguments in front of the filesystem server on `dir`, for tenant acme. */
-export function filesystemGatewayArgs(schema: string, dir: string, url = databaseUrl()): string[] {
+export function filesystemGatewayArgs(schema: string, dir: string, url = cliDatabaseUrl()): string[] {
   return [
     '--database-url',
     url,

@@ -10,8 +10,8 @@ import {
   type AnyClient,
   type Child,
   callWithProgress,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   EVERYTHING_SERVER,
   errorCode,
   eventually,
@@ -56,7 +56,7 @@ beforeAll(async () => {
   await startUpstream();
   gateway = await httpGateway([
     '--database-url',
-    databaseUrl(),
+    cliDatabaseUrl(),
     '--schema',
     schema,
     '--config',

@@ -9,8 +9,8 @@ import {
   type AnyClient,
   callTool,
   callWithProgress,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   EVERYTHING_SERVER,
   errorCode,
   eventually,
@@ -38,7 +38,7 @@ writeFileSync(
 const gateway = (configFile = config) =>
   gatewayCommand([
     '--database-url',
-    databaseUrl(),
+    cliDatabaseUrl(),
     '--schema',
     schema,
     '--config',

@@ -8,8 +8,8 @@ import {
   type AnyClient,
   type Child,
   callTool,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   EVERYTHING_SERVER,
   eventually,
   freePort,
@@ -32,7 +32,7 @@ beforeAll(async () => {
   });
   gateway = await httpGateway([
     '--database-url',
-    databaseUrl(),
+    cliDatabaseUrl(),
     '--schema',
     schema,
     '--upstream',

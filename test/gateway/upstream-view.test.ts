@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
   callTool,
+  cliDatabaseUrl,
   database,
-  databaseUrl,
   errorCode,
   gatewayCommand,
   outcome,
@@ -24,7 +24,7 @@ beforeAll(async () => {
     '1.x',
     gatewayCommand([
       '--database-url',
-      databaseUrl(),
+      cliDatabaseUrl(),
       '--schema',
       schema,
       '--',
