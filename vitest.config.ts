@@ -40,6 +40,8 @@ export default defineConfig({
   test: {
     // Several suites start real servers and child processes; two cores is what CI has.
     maxWorkers: 2,
+    // Tests a failed beforeAll kept from running are named as failures, not counted with the skips.
+    reporters: ['default', './test/support/unrun-tests-reporter.ts'],
     projects: stackOnly
       ? [
           {
