@@ -4,7 +4,7 @@
 // (relayed, telemetry only), a mutating tool with a new key each time (relayed and recorded in the ledger) and the
 // same mutating call again (answered from the ledger, nothing sent upstream). Calls are sequential, so each figure
 // is one call's round trip. The added latency is gateway minus direct, per percentile.
-// Run: npm run build && DATABASE_URL=postgres://… node bench/gateway.mjs   Env: BENCH_CALLS (default 300)
+// Run: npm run build && node bench/gateway.mjs   Env: DATABASE_URL (else an embedded Postgres), BENCH_CALLS (default 300)
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -15,14 +15,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import pg from 'pg';
+import { startPostgres } from './postgres.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const WARMUP = Math.min(50, Math.ceil(CALLS / 5));
-const DATABASE_URL = process.env.DATABASE_URL;
-if (!DATABASE_URL) {
-  console.log('bench/gateway.mjs skipped: set DATABASE_URL (the gateway ledger is Postgres).');
-  process.exit(0);
-}
+const postgres = await startPostgres();
+// The gateways read it from the environment, as a user's would: a URL with a password (the embedded server's) is
+// refused on the command line.
+process.env.DATABASE_URL = postgres.url;
 const root = fileURLToPath(new URL('..', import.meta.url));
 const filesystem = join(root, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const everything = join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
@@ -140,8 +140,6 @@ try {
   const viaGateway = await connectStdio([
     cli,
     'gateway',
-    '--database-url',
-    DATABASE_URL,
     '--schema',
     schema,
     '--',
@@ -166,8 +164,6 @@ try {
       'gateway',
       '--listen',
       '127.0.0.1:0',
-      '--database-url',
-      DATABASE_URL,
       '--schema',
       schema,
       '--upstream',
@@ -190,9 +186,10 @@ try {
   );
   for (const child of children) child.kill('SIGTERM');
   await Promise.allSettled(exits);
-  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+  const pool = new pg.Pool({ connectionString: postgres.url, max: 1 });
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await pool.end();
+  await postgres.stop();
 }
 
 // On a shared machine a p99 difference can come out negative: both sides' tails are mostly scheduling noise.

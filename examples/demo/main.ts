@@ -140,19 +140,25 @@ function followUp(): string {
     `  trace id of its original execution: ${trace ?? '- (no tracer: set OTEL_EXPORTER_OTLP_ENDPOINT)'}`,
     ...(trace ? [`  Jaeger: ${jaeger}/trace/${trace}   API: ${jaeger}/api/traces/${trace}`] : []),
     databaseUrl
-      ? `  DATABASE_URL=${maskPassword(databaseUrl)} ${command}`
+      ? inspectWith(databaseUrl, command)
       : `  ${command}   (the embedded ledger is gone once the demo exits: run the demo with DATABASE_URL=postgres://… to inspect it afterwards)`,
   ].join('\n');
 }
 
-function maskPassword(url: string): string {
+/**
+ * The inspect command as it can be pasted: with the demo's URL in front when it holds no password, else with the
+ * same DATABASE_URL the demo ran with (a masked password would not connect, and a real one is not printed).
+ */
+function inspectWith(url: string, command: string): string {
+  let printable: string | undefined;
   try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
+    printable = new URL(url).password === '' ? url : undefined;
   } catch {
-    return '$DATABASE_URL';
+    // The libpq keyword form: it may hold a password anywhere, so it is not printed.
   }
+  return printable === undefined
+    ? `  ${command}   (with DATABASE_URL set as for the demo; its password is not printed)`
+    : `  DATABASE_URL=${printable} ${command}`;
 }
 
 /**
