@@ -1,0 +1,183 @@
+// Which folder of src/ may import which (npm run depcheck; CI runs it next to lint). src/README.md draws the same
+// floors. Each room's rule lists what it may import; anything else in src/ is an arrow pointing the wrong way.
+//
+//   cli                                    on top: every room, the gateway and otel only through their entries
+//   gateway, integrations                  adapters over the public API: never the ledger (nor its SQL)
+//   create-ledger.ts, index.ts             the composition root and the root entry
+//   middleware                             the pipeline: validate, claim, run, complete, report
+//   config                                 options and their defaults, resolved once
+//   ledger | telemetry                     side by side, never each other: the ledger knows no OpenTelemetry,
+//                                          telemetry knows no SQL
+//   contract                               the ground: imports no other room
+//   otel                                   the opt-in SDK bootstrap, apart: only the CLI starts it
+//
+// A room not listed here (a new folder) is unconstrained until it gets its own rule: add one with it.
+
+/** Every file of src/ outside the given rooms (paths relative to src/, as regular expression fragments). */
+const outside = (...rooms) => ({ path: '^src/', pathNot: `^src/(${rooms.join('|')})` });
+
+const room = (name, comment, from, ...allowed) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: from },
+  to: outside(...allowed),
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No import circle between files: a circle has no floor to read it from.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    room(
+      'contract-is-the-ground',
+      'contract/ holds the types, outcomes, errors, keys and fingerprint every room shares; it imports no other room.',
+      '^src/contract/',
+      'contract/',
+    ),
+    room(
+      'ledger-knows-contract-only',
+      'ledger/ (store, SQL, drivers, migrations, purge) stands on contract/ alone: it knows no telemetry.',
+      '^src/ledger/',
+      'ledger/',
+      'contract/',
+    ),
+    room(
+      'telemetry-knows-contract-only',
+      'telemetry/ (names, spans, logs, metrics, scrubbing) stands on contract/ alone: it knows no SQL.',
+      '^src/telemetry/',
+      'telemetry/',
+      'contract/',
+    ),
+    room(
+      'config-above-ledger-and-telemetry',
+      'config/ checks options against what the ledger and telemetry accept, and resolves their defaults.',
+      '^src/config/',
+      'config/',
+      'contract/',
+      'ledger/',
+      'telemetry/',
+    ),
+    room(
+      'middleware-above-config',
+      'middleware/ is the pipeline over the ledger; it reports through the observer interface of contract/.',
+      '^src/middleware/',
+      'middleware/',
+      'contract/',
+      'config/',
+      'ledger/',
+      'telemetry/',
+    ),
+    room(
+      'composition-root',
+      'create-ledger.ts puts the ledger, telemetry and the middleware together.',
+      '^src/create-ledger[.]ts$',
+      'contract/',
+      'config/',
+      'ledger/',
+      'telemetry/',
+      'middleware/',
+    ),
+    room(
+      'root-entry',
+      'index.ts, the public API: adapters, the gateway and the OpenTelemetry bootstrap have entries of their own.',
+      '^src/index[.]ts$',
+      'contract/',
+      'config/',
+      'ledger/',
+      'telemetry/',
+      'middleware/',
+      'create-ledger[.]ts$',
+    ),
+    room(
+      'integrations-never-reach-the-ledger',
+      'integrations/ adapt SDKs to the public API: never the ledger or its SQL, never the gateway, the CLI or otel.',
+      '^src/integrations/',
+      'integrations/',
+      'contract/',
+      'config/',
+      'telemetry/',
+      'middleware/',
+      'create-ledger[.]ts$',
+    ),
+    room(
+      'gateway-never-reaches-the-ledger',
+      'gateway/ is an adapter over the public API and the MCP integration: never the ledger or its SQL, never the CLI.',
+      '^src/gateway/',
+      'gateway/',
+      'contract/',
+      'config/',
+      'telemetry/',
+      'middleware/',
+      'integrations/',
+      'create-ledger[.]ts$',
+    ),
+    room(
+      'otel-apart',
+      'otel/ bootstraps the OpenTelemetry SDK over telemetry/ names; no library room imports it.',
+      '^src/otel/',
+      'otel/',
+      'contract/',
+      'telemetry/',
+    ),
+    {
+      name: 'gateway-through-its-entry',
+      comment:
+        'The CLI runs the gateway through its public entry (tool-ledger/gateway), never its internals.',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/gateway/', pathNot: '^src/gateway/index[.]ts$' },
+    },
+    {
+      name: 'otel-through-its-entry',
+      comment: 'Only the CLI starts the SDK, through its public entry (tool-ledger/otel).',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(otel|cli)/' },
+      to: { path: '^src/otel/' },
+    },
+    {
+      name: 'cli-otel-through-its-entry',
+      comment: 'The CLI starts the SDK through its public entry (tool-ledger/otel), never its internals.',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/otel/', pathNot: '^src/otel/index[.]ts$' },
+    },
+    {
+      name: 'ledger-knows-no-opentelemetry',
+      comment: 'The ledger reports through contract/ interfaces; OpenTelemetry belongs to telemetry/.',
+      severity: 'error',
+      from: { path: '^src/ledger/' },
+      to: { path: '@opentelemetry/' },
+    },
+    {
+      name: 'telemetry-knows-no-sql-driver',
+      comment: 'Telemetry never runs SQL: no database driver.',
+      severity: 'error',
+      from: { path: '^src/telemetry/' },
+      to: { path: '(^|/)node_modules/(pg|pg-[^/]+|@electric-sql/pglite)/' },
+    },
+    {
+      name: 'sdk-only-in-otel',
+      comment:
+        'The library uses @opentelemetry/api (and api-logs, instrumentation) only; SDKs and exporters are otel/.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/otel/' },
+      to: { path: '(^|/)node_modules/@opentelemetry/(sdk-|exporter-|resources)' },
+    },
+  ],
+  options: {
+    // Type-only imports are arrows too: a type from a higher room ties this one to it.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+    },
+  },
+};
