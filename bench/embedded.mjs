@@ -54,7 +54,7 @@ const phase = (name) => {
 };
 phase('node');
 const { createLedger } = await import(${dist('index.js')});
-const { DEFAULTS: { schema: DEFAULT_SCHEMA } } = await import(${dist('config.js')});
+const { DEFAULTS: { schema: DEFAULT_SCHEMA } } = await import(${dist('config/ledger.js')});
 const pglite = await import('@electric-sql/pglite');
 const { openInMemoryLedgerDb } = await import(${dist('ledger/drivers/pglite.js')});
 const { applyMigrations } = await import(${dist('ledger/migrate.js')});

@@ -1,15 +1,13 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { publicConfig, type ResolvedConfig, resolveConfig } from './config/ledger.js';
 import {
   checkSeconds,
-  type LedgerOptions,
   MAX_TTL_SECONDS,
-  publicConfig,
-  type ResolvedConfig,
   resolveBatchSize,
   resolveCloseTimeoutMs,
-  resolveConfig,
   resolvePurgeRate,
-} from './config.js';
+} from './config/limits.js';
+import type { LedgerOptions } from './config/options.js';
 import { ToolLedgerError } from './contract/errors.js';
 import { noopObserver } from './contract/observer.js';
 import type {

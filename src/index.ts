@@ -1,6 +1,6 @@
 // Everything exported here is public API and follows semver. Internal modules stay unexported on purpose.
 
-export type { LedgerOptions } from './config.js';
+export type { LedgerOptions } from './config/options.js';
 export { type DeriveKeyInput, deriveKey } from './contract/derive-key.js';
 export type {
   ConflictReason,

@@ -1,4 +1,4 @@
-import { checkKeyHashSecret } from '../config.js';
+import { checkKeyHashSecret } from '../config/ledger.js';
 import { readStoredSecret } from '../ledger/settings.js';
 import { settingsTable } from '../ledger/sql.js';
 import { configuredSecret } from '../telemetry/key-secret.js';

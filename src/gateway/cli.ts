@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import type { Io } from '../cli/commands.js';
 import { hasPassword } from '../cli/db.js';
 import { CliError, EXIT, usageError } from '../cli/errors.js';
-import type { LedgerOptions } from '../config.js';
+import type { LedgerOptions } from '../config/options.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { readGatewayConfig } from './config-file.js';
 import { type StartGatewayOptions, startGateway } from './start.js';

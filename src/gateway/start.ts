@@ -1,4 +1,5 @@
-import { type LedgerOptions, resolveSessionIdleTimeoutMs } from '../config.js';
+import { resolveSessionIdleTimeoutMs } from '../config/limits.js';
+import type { LedgerOptions } from '../config/options.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { createLedger, type Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';

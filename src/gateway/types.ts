@@ -1,4 +1,4 @@
-import type { LedgerOptions } from '../config.js';
+import type { LedgerOptions } from '../config/options.js';
 import type { Ledger } from '../create-ledger.js';
 
 /** A JSON-RPC message as MCP transports carry it; structural, so this module never loads an MCP SDK. */

@@ -1,4 +1,4 @@
-import type { ResolvedConfig } from '../config.js';
+import type { ResolvedConfig } from '../config/ledger.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import type { CallObserver } from '../contract/observer.js';
 import type { CompletionNotifier } from '../ledger/notifier.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { type ResolvedToolConfig, resolveToolConfig } from '../config.js';
+import { type ResolvedToolConfig, resolveToolConfig } from '../config/tool.js';
 import { type OmitTree, omitTreeOf } from '../contract/canonical-json.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { parameterHash } from '../contract/fingerprint.js';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { resolveSessionIdleTimeoutMs } from '../../src/config.js';
+import { resolveSessionIdleTimeoutMs } from '../../src/config/limits.js';
 import {
   type AnyClient,
   type Child,

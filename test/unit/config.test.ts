@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src/config.js';
+import { resolveConfig } from '../../src/config/ledger.js';
 import { catchWarnings } from '../support/warnings.js';
 
 // resolveConfig({}, {}) picks the implicit in-memory ledger, which warns (once per process) on purpose: caught

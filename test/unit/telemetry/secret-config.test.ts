@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MIN_KEY_HASH_SECRET_BYTES, publicConfig, resolveConfig } from '../../../src/config.js';
+import { MIN_KEY_HASH_SECRET_BYTES, publicConfig, resolveConfig } from '../../../src/config/ledger.js';
 import { createLedger, ToolLedgerError } from '../../../src/index.js';
 
 /** Issue 26: `ledger.config`, which applications log at start, holds no secret; a guessable secret is refused. */
