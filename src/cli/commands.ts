@@ -17,8 +17,8 @@ import { countExpiredSql, forgottenTable, runsTable, settingsTable } from '../le
 import { hashKey } from '../telemetry/key-hash.js';
 import { configuredSecret } from '../telemetry/key-secret.js';
 import { ATTR, KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
+import { CliError, EXIT, maskDatabaseUrl, usageError } from './cli-error.js';
 import { type Connection, connect, type Db, purgeConnection, queryable, requireLedgerTable } from './db.js';
-import { CliError, EXIT, maskDatabaseUrl, usageError } from './errors.js';
 import {
   escapeTerminal,
   fields,
@@ -32,8 +32,8 @@ import {
   terminalSafeJson,
 } from './format.js';
 import { auditedKey, type KeyForm, keyCell, keyForm } from './key-display.js';
-import { noSecretHelp, supportSecret } from './key-secret.js';
 import { scrubText, scrubValue } from './scrub.js';
+import { noSecretHelp, supportSecret } from './support-secret.js';
 import {
   forgetKeySql,
   forgottenByKeySql,
@@ -44,7 +44,7 @@ import {
   runsByKeySql,
   settingsTableExistsSql,
   statsSql,
-} from './sql.js';
+} from './support-sql.js';
 import { formatStory, keyStory } from './trace.js';
 
 export interface Io {

@@ -4,6 +4,7 @@ import { userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { DeriveKeyInput } from '../contract/derive-key.js';
+import { CliError, EXIT, usageError } from './cli-error.js';
 import {
   deriveKeyCommand,
   forgetCommand,
@@ -20,7 +21,6 @@ import {
   statsCommand,
 } from './commands.js';
 import { resolveConnection } from './db.js';
-import { CliError, EXIT, usageError } from './errors.js';
 import { escapeTerminalLines } from './format.js';
 import { resolutionOf, resolveCommand } from './resolve.js';
 

@@ -1,10 +1,10 @@
+import { CliError, EXIT, usageError } from './cli-error.js';
 import { type Io, print, withDb } from './commands.js';
 import { type Connection, requireLedgerTable } from './db.js';
-import { CliError, EXIT, usageError } from './errors.js';
 import { table } from './format.js';
 import { auditedKey, keyCell, keyForm } from './key-display.js';
-import { noSecretHelp, supportSecret } from './key-secret.js';
-import { resolvedTableExistsSql, resolveUnknownSql, unknownRunsByKeySql } from './sql.js';
+import { noSecretHelp, supportSecret } from './support-secret.js';
+import { resolvedTableExistsSql, resolveUnknownSql, unknownRunsByKeySql } from './support-sql.js';
 
 /** How an operator settles an unknown outcome: the effect happened (its result), it failed for good, or run it again. */
 export type Resolution =

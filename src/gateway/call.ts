@@ -31,7 +31,7 @@ const TRACER_NAME = 'tool-ledger-gateway';
 type ToolResult = Record<string, unknown> & { content?: unknown[] };
 
 /** What one forwarded call needs besides its arguments; handed to the ledger handler through the async context. */
-interface CallScope {
+interface ForwardedCall {
   readonly upstream: UpstreamRequests;
   readonly params: Record<string, unknown>;
   readonly meta: Record<string, unknown> | undefined;
@@ -39,7 +39,7 @@ interface CallScope {
   readonly signal: AbortSignal | undefined;
 }
 
-const scopes = new AsyncLocalStorage<CallScope>();
+const forwardedCalls = new AsyncLocalStorage<ForwardedCall>();
 
 /** The transport facts a call's spans carry. */
 export interface CallTransport {
@@ -58,7 +58,7 @@ function firstText(result: ToolResult): string {
 }
 
 /** Sends the call upstream inside a client span, whose context the upstream continues through `_meta`. */
-async function forward(name: string, input: unknown, scope: CallScope): Promise<ToolResult> {
+async function forward(name: string, input: unknown, call: ForwardedCall): Promise<ToolResult> {
   const tracer = trace.getTracer(TRACER_NAME);
   return tracer.startActiveSpan(
     `tools/call ${name}`,
@@ -72,7 +72,7 @@ async function forward(name: string, input: unknown, scope: CallScope): Promise<
     },
     async (span) => {
       try {
-        const meta: Record<string, unknown> = { ...scope.meta };
+        const meta: Record<string, unknown> = { ...call.meta };
         delete meta[MCP_KEY_META_KEY];
         // The upstream continues this span's trace; without a tracing SDK nothing is injected, and the client's
         // own trace context passes on as it came.
@@ -83,12 +83,12 @@ async function forward(name: string, input: unknown, scope: CallScope): Promise<
           Object.assign(meta, carrier);
         }
         // Everything else in params (task, future fields) passes on as the client sent it.
-        const params: Record<string, unknown> = { ...scope.params, arguments: input, _meta: meta };
+        const params: Record<string, unknown> = { ...call.params, arguments: input, _meta: meta };
         if (input === undefined) delete params.arguments;
         if (Object.keys(meta).length === 0) delete params._meta;
-        const result = (await scope.upstream.request('tools/call', params, {
-          timeoutMs: scope.timeoutMs,
-          signal: scope.signal,
+        const result = (await call.upstream.request('tools/call', params, {
+          timeoutMs: call.timeoutMs,
+          signal: call.signal,
         })) as ToolResult;
         if (result.isError === true) {
           span.setAttribute('error.type', 'tool_error');
@@ -119,13 +119,13 @@ export function gatewayLedgerTool(ledger: Ledger, facts: ToolFacts): LedgerTool<
     ...(options.waitSeconds === undefined ? {} : { waitSeconds: options.waitSeconds }),
     onUnknown: options.onUnknown ?? 'fail',
     handler: async (input: unknown) => {
-      const scope = scopes.getStore();
-      if (scope === undefined) {
+      const call = forwardedCalls.getStore();
+      if (call === undefined) {
         throw new ToolLedgerError('CONFIG_INVALID', `Tool "${facts.name}" was called outside the gateway.`);
       }
       let result: ToolResult;
       try {
-        result = await forward(facts.name, input, scope);
+        result = await forward(facts.name, input, call);
       } catch (error) {
         if (error instanceof NotSentError) {
           // Nothing reached the upstream: not final, so the same key may run it again.
@@ -241,7 +241,7 @@ async function answerCall(
   const { params, facts, keyField } = request;
   const name = facts.name;
   const args = isRecord(params.arguments) ? params.arguments : {};
-  const scope: CallScope = {
+  const forwarded: ForwardedCall = {
     upstream: request.upstream,
     params,
     meta,
@@ -251,7 +251,7 @@ async function answerCall(
   if (facts.kind === 'read') {
     try {
       // Read-only calls go on with their arguments exactly as sent.
-      return { result: await forward(name, params.arguments, scope) };
+      return { result: await forward(name, params.arguments, forwarded) };
     } catch (error) {
       return upstreamFailure(error, name);
     }
@@ -274,7 +274,7 @@ async function answerCall(
     boundedKey(key, name);
     const tool = request.ledgerTool(facts);
     const report = await withCallAttributes(spanAttributes(name, request.transport), () =>
-      scopes.run(scope, () =>
+      forwardedCalls.run(forwarded, () =>
         tool.invoke(input, {
           key: key as string,
           tenant: request.identity.tenant,

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { CliError, EXIT, usageError } from '../cli/cli-error.js';
 import type { Io } from '../cli/commands.js';
 import { hasPassword } from '../cli/db.js';
-import { CliError, EXIT, usageError } from '../cli/errors.js';
 import type { LedgerOptions } from '../config/options.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { readGatewayConfig } from './config-file.js';

@@ -3,8 +3,8 @@ import { readStoredSecret } from '../ledger/settings.js';
 import { settingsTable } from '../ledger/sql.js';
 import { configuredSecret } from '../telemetry/key-secret.js';
 import { KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
+import { CliError } from './cli-error.js';
 import { type Db, queryable } from './db.js';
-import { CliError } from './errors.js';
 
 /** The secret support hashes keys under, and where it came from (said on stderr, so a mismatch can be traced). */
 export interface SupportSecret {
