@@ -1,15 +1,19 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { CliError, EXIT, usageError } from '../cli/cli-error.js';
-import type { Io } from '../cli/commands.js';
-import { hasPassword } from '../cli/db.js';
-import type { LedgerOptions } from '../config/options.js';
-import { ToolLedgerError } from '../contract/errors.js';
-import { readGatewayConfig } from './config-file.js';
-import { type StartGatewayOptions, startGateway } from './start.js';
-import type { TokenVerification } from './token.js';
+import type { LedgerOptions } from '../../config/options.js';
+import { ToolLedgerError } from '../../contract/errors.js';
+import type { StartGatewayOptions, TokenVerification } from '../../gateway/index.js';
+import { CliError, EXIT, usageError } from '../cli-error.js';
+import type { Args, ArgvRules, CommandHelp, CommandOptions } from '../command.js';
+import { hasPassword } from '../db.js';
+import type { Io } from '../io.js';
 
-export const GATEWAY_HELP = `tool-ledger gateway: put replay safety and telemetry in front of any MCP server
+// `tool-ledger gateway`, built on the public `startGateway` of tool-ledger/gateway. The gateway's modules (and the
+// MCP SDK under them) load only when this command runs, not for every command of the CLI.
+const gatewayEntry = () => import('../../gateway/index.js');
+
+export const name = 'gateway';
+
+const PAGE = `tool-ledger gateway: put replay safety and telemetry in front of any MCP server
 
 The gateway sits between an MCP client (an agent host such as Claude Desktop or VS Code) and an MCP server you
 do not change. Tools the server marks read-only (readOnlyHint: true) pass through. Every other tool gets a
@@ -61,6 +65,189 @@ Examples
   tool-ledger gateway --upstream http://127.0.0.1:3001/mcp --listen 127.0.0.1:8808 --tenant-header x-tenant-id
 `;
 
+export const options = {
+  'database-url': { type: 'string' },
+  pglite: { type: 'string' },
+  schema: { type: 'string' },
+  config: { type: 'string' },
+  tenant: { type: 'string' },
+  user: { type: 'string' },
+  'tenant-header': { type: 'string' },
+  'user-header': { type: 'string' },
+  'token-secret-env': { type: 'string' },
+  'token-public-key': { type: 'string' },
+  'token-issuer': { type: 'string' },
+  'token-audience': { type: 'string' },
+  'tenant-claim': { type: 'string' },
+  'user-claim': { type: 'string' },
+  upstream: { type: 'string' },
+  'upstream-header': { type: 'string', multiple: true },
+  listen: { type: 'string' },
+  'session-idle-timeout': { type: 'string' },
+  'key-field': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies CommandOptions;
+
+// Its own options only (no --json: in stdio mode stdout is the MCP channel); the server command follows `--`.
+export const argv: ArgvRules = { globalOptions: false, tail: true };
+
+export const help: CommandHelp = {
+  rows: [
+    {
+      usage: 'gateway [options] -- <server command>',
+      text: [
+        'Run an MCP gateway: replay safety and telemetry in front of',
+        'any MCP server (tool-ledger gateway --help)',
+      ],
+    },
+  ],
+  examples: [],
+  page: PAGE.trimEnd(),
+};
+
+export type GatewayCommandOptions = StartGatewayOptions;
+
+const HTTP_ONLY = [
+  'tenant-header',
+  'user-header',
+  'token-secret-env',
+  'token-public-key',
+  'tenant-claim',
+  'user-claim',
+  'session-idle-timeout',
+] as const;
+
+/** The command line as `startGateway` options; every mistake in it is a usage error before anything starts. */
+export async function parse(args: Args, io: Io): Promise<GatewayCommandOptions> {
+  const str = args.str;
+  const command = args.tail;
+  const url = str('upstream');
+  if ((url === undefined) === (command.length === 0)) {
+    throw usageError(
+      'gateway needs the MCP server to stand in front of: a command after -- (tool-ledger gateway -- npx -y @modelcontextprotocol/server-filesystem /srv), or --upstream URL.',
+    );
+  }
+  const listen = str('listen') === undefined ? undefined : parseListen(str('listen') as string);
+  if (url !== undefined && listen === undefined) {
+    throw usageError('--upstream URL needs --listen HOST:PORT: an HTTP upstream is served to HTTP clients.');
+  }
+  if (listen === undefined) {
+    const given = HTTP_ONLY.filter((name) => str(name) !== undefined);
+    if (given.length > 0)
+      throw usageError(`--${given[0]} applies to --listen (HTTP) only; over stdio use --tenant and --user.`);
+  }
+  const ledger = ledgerOf(args, io);
+  const token = tokenOf(args, io);
+  const idle = str('session-idle-timeout');
+  if (idle !== undefined && !/^\d{1,10}$/.test(idle)) {
+    throw usageError(
+      `--session-idle-timeout takes milliseconds (0 for never), for example 600000 for 10 minutes; got ${JSON.stringify(idle)}.`,
+    );
+  }
+  const file =
+    str('config') === undefined ? {} : (await gatewayEntry()).readGatewayConfig(str('config') as string);
+  const [program, ...programArgs] = command;
+  return {
+    upstream:
+      url !== undefined
+        ? { url, headers: parseHeaders(args.strings('upstream-header')) }
+        : { command: program as string, args: programArgs },
+    ledger,
+    ...(str('tenant') === undefined ? {} : { tenant: str('tenant') }),
+    ...(str('user') === undefined ? {} : { user: str('user') }),
+    ...(file.tools === undefined ? {} : { tools: file.tools }),
+    ...(file.defaults === undefined ? {} : { defaults: file.defaults }),
+    ...((str('key-field') ?? file.keyField) === undefined
+      ? {}
+      : { keyField: str('key-field') ?? file.keyField }),
+    ...(listen === undefined ? {} : { listen }),
+    ...(idle === undefined ? {} : { sessionIdleTimeoutMs: Number(idle) }),
+    identity: {
+      ...(str('tenant-header') === undefined ? {} : { tenantHeader: str('tenant-header') }),
+      ...(str('user-header') === undefined ? {} : { userHeader: str('user-header') }),
+      ...(token === undefined ? {} : { token }),
+      ...(str('tenant-claim') === undefined ? {} : { tenantClaim: str('tenant-claim') }),
+      ...(str('user-claim') === undefined ? {} : { userClaim: str('user-claim') }),
+    },
+    log: io.err,
+  };
+}
+
+/** The durable ledger: --database-url (never with a password), $DATABASE_URL, or --pglite DIR. */
+function ledgerOf(args: Args, io: Io): LedgerOptions {
+  const databaseUrl = args.str('database-url');
+  if (databaseUrl !== undefined && hasPassword(databaseUrl)) {
+    throw usageError(
+      '--database-url carries a password, which every user of this machine can read in ps. Put it in PGPASSWORD (or the whole URL in DATABASE_URL) and pass --database-url without it.',
+    );
+  }
+  const connectionString = databaseUrl ?? io.env.DATABASE_URL;
+  const pglite = args.str('pglite');
+  if (pglite !== undefined && databaseUrl !== undefined)
+    throw usageError('Pass --database-url or --pglite, not both.');
+  if (pglite === undefined && !connectionString) {
+    throw usageError(
+      'gateway needs a durable ledger: set DATABASE_URL, pass --database-url postgres://user@host:5432/db, or --pglite DIR for an embedded one.',
+    );
+  }
+  return {
+    ...(pglite === undefined ? { connectionString } : { pglite }),
+    ...(args.str('schema') === undefined ? {} : { schema: args.str('schema') }),
+  };
+}
+
+/** How HTTP clients' bearer tokens are verified: a shared secret from the environment, or a public key file. */
+function tokenOf(args: Args, io: Io): TokenVerification | undefined {
+  const str = args.str;
+  let token: TokenVerification | undefined;
+  const secretEnv = str('token-secret-env');
+  const keyFile = str('token-public-key');
+  if (secretEnv !== undefined && keyFile !== undefined)
+    throw usageError('Pass --token-secret-env or --token-public-key, not both.');
+  if (secretEnv !== undefined) {
+    const secret = io.env[secretEnv];
+    if (!secret) throw usageError(`--token-secret-env ${secretEnv}: $${secretEnv} is not set.`);
+    token = { secret };
+  } else if (keyFile !== undefined) {
+    token = { publicKey: readFileSync(keyFile, 'utf8') };
+  }
+  if (token !== undefined) {
+    return {
+      ...token,
+      ...(str('token-issuer') === undefined ? {} : { issuer: str('token-issuer') }),
+      ...(str('token-audience') === undefined ? {} : { audience: str('token-audience') }),
+    };
+  }
+  if (str('tenant-claim') !== undefined || str('user-claim') !== undefined) {
+    throw usageError(
+      '--tenant-claim and --user-claim need a verified token: add --token-secret-env or --token-public-key.',
+    );
+  }
+  return undefined;
+}
+
+/** Runs the gateway until the client or the upstream goes away, or a signal stops it. */
+export async function run(io: Io, options: GatewayCommandOptions): Promise<number> {
+  const telemetry = await startTelemetryFromEnv(io);
+  try {
+    const { startGateway } = await gatewayEntry();
+    const gateway = await startGateway(options).catch((error: unknown) => {
+      if (error instanceof ToolLedgerError) throw new CliError(error.message, EXIT.FAILURE, { cause: error });
+      throw error;
+    });
+    if (gateway.url) io.err(`tool-ledger gateway: serving MCP (Streamable HTTP) at ${gateway.url.href}`);
+    const stop = () => void gateway.close();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    await gateway.closed;
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    return EXIT.OK;
+  } finally {
+    await telemetry?.shutdown().catch(() => {});
+  }
+}
+
 function parseListen(value: string): { host: string; port: number } {
   const match = value.match(/^(\[[^\]]+\]|[^:]+):(\d{1,5})$/);
   const port = match ? Number(match[2]) : Number.NaN;
@@ -81,171 +268,6 @@ function parseHeaders(values: readonly string[]): Record<string, string> {
   return headers;
 }
 
-/** Runs `tool-ledger gateway` until the client or the upstream goes away, or a signal stops it. */
-export async function gatewayCommand(argv: readonly string[], io: Io): Promise<number> {
-  const split = argv.indexOf('--');
-  const own = split === -1 ? [...argv] : argv.slice(0, split);
-  const command = split === -1 ? [] : argv.slice(split + 1);
-  let values: Record<string, string | boolean | string[] | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: own,
-      options: {
-        'database-url': { type: 'string' },
-        pglite: { type: 'string' },
-        schema: { type: 'string' },
-        config: { type: 'string' },
-        tenant: { type: 'string' },
-        user: { type: 'string' },
-        'tenant-header': { type: 'string' },
-        'user-header': { type: 'string' },
-        'token-secret-env': { type: 'string' },
-        'token-public-key': { type: 'string' },
-        'token-issuer': { type: 'string' },
-        'token-audience': { type: 'string' },
-        'tenant-claim': { type: 'string' },
-        'user-claim': { type: 'string' },
-        upstream: { type: 'string' },
-        'upstream-header': { type: 'string', multiple: true },
-        listen: { type: 'string' },
-        'session-idle-timeout': { type: 'string' },
-        'key-field': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw usageError(`gateway: ${(error as Error).message}`);
-  }
-  const str = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
-  if (values.help === true) {
-    // In stdio mode stdout belongs to MCP, but --help never starts a gateway.
-    io.out(GATEWAY_HELP.trimEnd());
-    return EXIT.OK;
-  }
-  const url = str('upstream');
-  if ((url === undefined) === (command.length === 0)) {
-    throw usageError(
-      'gateway needs the MCP server to stand in front of: a command after -- (tool-ledger gateway -- npx -y @modelcontextprotocol/server-filesystem /srv), or --upstream URL.',
-    );
-  }
-  const listen = str('listen') === undefined ? undefined : parseListen(str('listen') as string);
-  if (url !== undefined && listen === undefined) {
-    throw usageError('--upstream URL needs --listen HOST:PORT: an HTTP upstream is served to HTTP clients.');
-  }
-  const httpOnly = [
-    'tenant-header',
-    'user-header',
-    'token-secret-env',
-    'token-public-key',
-    'tenant-claim',
-    'user-claim',
-    'session-idle-timeout',
-  ];
-  if (listen === undefined) {
-    const given = httpOnly.filter((name) => str(name) !== undefined);
-    if (given.length > 0)
-      throw usageError(`--${given[0]} applies to --listen (HTTP) only; over stdio use --tenant and --user.`);
-  }
-
-  const databaseUrl = str('database-url');
-  if (databaseUrl !== undefined && hasPassword(databaseUrl)) {
-    throw usageError(
-      '--database-url carries a password, which every user of this machine can read in ps. Put it in PGPASSWORD (or the whole URL in DATABASE_URL) and pass --database-url without it.',
-    );
-  }
-  const connectionString = databaseUrl ?? io.env.DATABASE_URL;
-  const pglite = str('pglite');
-  if (pglite !== undefined && databaseUrl !== undefined)
-    throw usageError('Pass --database-url or --pglite, not both.');
-  if (pglite === undefined && !connectionString) {
-    throw usageError(
-      'gateway needs a durable ledger: set DATABASE_URL, pass --database-url postgres://user@host:5432/db, or --pglite DIR for an embedded one.',
-    );
-  }
-  const ledger: LedgerOptions = {
-    ...(pglite === undefined ? { connectionString } : { pglite }),
-    ...(str('schema') === undefined ? {} : { schema: str('schema') }),
-  };
-
-  let token: TokenVerification | undefined;
-  const secretEnv = str('token-secret-env');
-  const keyFile = str('token-public-key');
-  if (secretEnv !== undefined && keyFile !== undefined)
-    throw usageError('Pass --token-secret-env or --token-public-key, not both.');
-  if (secretEnv !== undefined) {
-    const secret = io.env[secretEnv];
-    if (!secret) throw usageError(`--token-secret-env ${secretEnv}: $${secretEnv} is not set.`);
-    token = { secret };
-  } else if (keyFile !== undefined) {
-    token = { publicKey: readFileSync(keyFile, 'utf8') };
-  }
-  if (token !== undefined) {
-    token = {
-      ...token,
-      ...(str('token-issuer') === undefined ? {} : { issuer: str('token-issuer') }),
-      ...(str('token-audience') === undefined ? {} : { audience: str('token-audience') }),
-    };
-  } else if (str('tenant-claim') !== undefined || str('user-claim') !== undefined) {
-    throw usageError(
-      '--tenant-claim and --user-claim need a verified token: add --token-secret-env or --token-public-key.',
-    );
-  }
-
-  const idle = str('session-idle-timeout');
-  if (idle !== undefined && !/^\d{1,10}$/.test(idle)) {
-    throw usageError(
-      `--session-idle-timeout takes milliseconds (0 for never), for example 600000 for 10 minutes; got ${JSON.stringify(idle)}.`,
-    );
-  }
-
-  const file = str('config') === undefined ? {} : readGatewayConfig(str('config') as string);
-  const [program, ...args] = command;
-  const options: StartGatewayOptions = {
-    upstream:
-      url !== undefined
-        ? { url, headers: parseHeaders((values['upstream-header'] as string[] | undefined) ?? []) }
-        : { command: program as string, args },
-    ledger,
-    ...(str('tenant') === undefined ? {} : { tenant: str('tenant') }),
-    ...(str('user') === undefined ? {} : { user: str('user') }),
-    ...(file.tools === undefined ? {} : { tools: file.tools }),
-    ...(file.defaults === undefined ? {} : { defaults: file.defaults }),
-    ...((str('key-field') ?? file.keyField) === undefined
-      ? {}
-      : { keyField: str('key-field') ?? file.keyField }),
-    ...(listen === undefined ? {} : { listen }),
-    ...(idle === undefined ? {} : { sessionIdleTimeoutMs: Number(idle) }),
-    identity: {
-      ...(str('tenant-header') === undefined ? {} : { tenantHeader: str('tenant-header') }),
-      ...(str('user-header') === undefined ? {} : { userHeader: str('user-header') }),
-      ...(token === undefined ? {} : { token }),
-      ...(str('tenant-claim') === undefined ? {} : { tenantClaim: str('tenant-claim') }),
-      ...(str('user-claim') === undefined ? {} : { userClaim: str('user-claim') }),
-    },
-    log: io.err,
-  };
-
-  const telemetry = await startTelemetryFromEnv(io);
-  try {
-    const gateway = await startGateway(options).catch((error: unknown) => {
-      if (error instanceof ToolLedgerError) throw new CliError(error.message, EXIT.FAILURE, { cause: error });
-      throw error;
-    });
-    if (gateway.url) io.err(`tool-ledger gateway: serving MCP (Streamable HTTP) at ${gateway.url.href}`);
-    const stop = () => void gateway.close();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    await gateway.closed;
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    return EXIT.OK;
-  } finally {
-    await telemetry?.shutdown().catch(() => {});
-  }
-}
-
 /** The OpenTelemetry SDK, when the OTEL_* variables ask for an exporter (its packages are optional peers). */
 async function startTelemetryFromEnv(io: Io): Promise<{ shutdown(): Promise<void> } | undefined> {
   const wanted = Object.keys(io.env).some(
@@ -255,7 +277,7 @@ async function startTelemetryFromEnv(io: Io): Promise<{ shutdown(): Promise<void
   );
   if (!wanted) return undefined;
   try {
-    const { startTelemetry } = await import('../otel/index.js');
+    const { startTelemetry } = await import('../../otel/index.js');
     return await startTelemetry({ serviceName: 'tool-ledger-gateway', mode: 'otlp' });
   } catch (error) {
     io.err(

@@ -1,10 +1,60 @@
-import { CliError, EXIT, usageError } from './cli-error.js';
-import { type Io, print, withDb } from './commands.js';
-import { type Connection, requireLedgerTable } from './db.js';
-import { table } from './format.js';
-import { auditedKey, keyCell, keyForm } from './key-display.js';
-import { noSecretHelp, supportSecret } from './support-secret.js';
-import { resolvedTableExistsSql, resolveUnknownSql, unknownRunsByKeySql } from './support-sql.js';
+import { connectionOf, osUser, required } from '../args.js';
+import { CliError, EXIT, usageError } from '../cli-error.js';
+import type { Args, CommandHelp, CommandOptions } from '../command.js';
+import { type Connection, requireLedgerTable } from '../db.js';
+import { table } from '../format.js';
+import { type Io, print, withDb } from '../io.js';
+import { auditedKey, keyCell, keyForm } from '../key-display.js';
+import { noSecretHelp, supportSecret } from '../support-secret.js';
+import { resolvedTableExistsSql, resolveUnknownSql, unknownRunsByKeySql } from '../support-sql.js';
+
+export const name = 'resolve';
+
+export const options = {
+  tenant: { type: 'string' },
+  tool: { type: 'string' },
+  key: { type: 'string' },
+  result: { type: 'string' },
+  failed: { type: 'string' },
+  rerun: { type: 'boolean', default: false },
+  by: { type: 'string' },
+  reason: { type: 'string' },
+} as const satisfies CommandOptions;
+
+export const help: CommandHelp = {
+  rows: [
+    {
+      usage:
+        'resolve --key K [--tenant T] [--tool N] (--result JSON | --failed MESSAGE | --rerun) [--by WHO] [--reason TEXT]',
+      text: [
+        'Settle a run in status unknown (an interrupted effect,',
+        'listed by list --status unknown) once you have checked',
+        'the provider: --result JSON it happened (replayed from',
+        'now on), --failed MESSAGE a final failure, --rerun the',
+        'next call runs it again; recorded in tool_runs_resolved',
+      ],
+    },
+  ],
+  // Its example stands in list's, after the listing of unknown runs it settles.
+  examples: [],
+};
+
+export function parse(args: Args, io: Io): ResolveOptions {
+  return {
+    key: required('resolve', 'key', args.str('key')),
+    tenant: args.str('tenant'),
+    tool: args.str('tool'),
+    resolution: resolutionOf({
+      result: args.str('result'),
+      failed: args.str('failed'),
+      rerun: args.flag('rerun'),
+    }),
+    by: args.str('by') ?? osUser(io.env),
+    reason: args.str('reason'),
+    json: args.json,
+    connection: connectionOf(args, io),
+  };
+}
 
 /** How an operator settles an unknown outcome: the effect happened (its result), it failed for good, or run it again. */
 export type Resolution =
@@ -73,23 +123,22 @@ interface UnknownRow {
   error_json: { message?: string } | null;
 }
 
+export interface ResolveOptions {
+  key: string;
+  tenant: string | undefined;
+  tool: string | undefined;
+  resolution: Resolution;
+  by: string;
+  reason: string | undefined;
+  json: boolean;
+  connection: Connection;
+}
+
 /**
  * `tool-ledger resolve`: settles one run in status `unknown` (an interrupted effect whose rule was `'fail'`), with
  * an audit record of who, when and how. Refuses when the key names no unknown run, or more than one.
  */
-export async function resolveCommand(
-  io: Io,
-  opts: {
-    key: string;
-    tenant: string | undefined;
-    tool: string | undefined;
-    resolution: Resolution;
-    by: string;
-    reason: string | undefined;
-    json: boolean;
-    connection: Connection;
-  },
-): Promise<number> {
+export async function run(io: Io, opts: ResolveOptions): Promise<number> {
   const { schema } = opts.connection;
   const params = [opts.key, opts.tenant ?? null, opts.tool ?? null];
   const { form, settled } = await withDb(opts.connection, async (db) => {

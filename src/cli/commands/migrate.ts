@@ -1,0 +1,141 @@
+import pg from 'pg';
+import { type PgPoolLike, pgDriver } from '../../ledger/drivers/pg.js';
+import { pgConnectOptions } from '../../ledger/drivers/pg-connect.js';
+import { applyMigrations } from '../../ledger/migrate.js';
+import { LATEST_VERSION, migrationScript } from '../../ledger/migrations.js';
+import {
+  applyLayoutMigrations,
+  type Layout,
+  partitionedMigrationScript,
+  readStoredLayout,
+} from '../../ledger/partitioned.js';
+import { loadDeploymentSecret } from '../../ledger/settings.js';
+import { connectionOf, positiveInt } from '../args.js';
+import { CliError, EXIT, maskDatabaseUrl, usageError } from '../cli-error.js';
+import type { Args, CommandHelp, CommandOptions } from '../command.js';
+import { type Connection, resolveConnection } from '../db.js';
+import { type Io, print } from '../io.js';
+
+export const name = 'migrate';
+
+export const options = {
+  'print-sql': { type: 'boolean', default: false },
+  layout: { type: 'string' },
+  'partition-width-seconds': { type: 'string' },
+} as const satisfies CommandOptions;
+
+export const help: CommandHelp = {
+  rows: [
+    {
+      usage: 'migrate [--print-sql] [--layout table|partitioned] [--partition-width-seconds N]',
+      text: [
+        'Apply pending migrations (or print the SQL for a DBA);',
+        '--layout partitioned converts tool_runs to partitions',
+        'by expiry (default width 86400 s)',
+      ],
+    },
+  ],
+  examples: [
+    'DATABASE_URL=postgres://app@db:5432/app tool-ledger migrate',
+    'tool-ledger migrate --print-sql --schema billing_ledger > ledger.sql',
+  ],
+};
+
+export function parse(args: Args, io: Io): MigrateOptions {
+  const schema = args.str('schema') ?? 'tool_ledger';
+  if (args.flag('print-sql')) {
+    // Validates the schema name without needing a database.
+    resolveConnection({ 'database-url': 'postgres://unused', schema }, io.env);
+  }
+  const layout = args.str('layout');
+  if (layout !== undefined && layout !== 'table' && layout !== 'partitioned') {
+    throw usageError(`--layout must be table or partitioned, got ${JSON.stringify(layout)}.`);
+  }
+  if (args.str('partition-width-seconds') !== undefined && layout !== 'partitioned') {
+    throw usageError('--partition-width-seconds goes with --layout partitioned.');
+  }
+  return {
+    printSql: args.flag('print-sql'),
+    json: args.json,
+    schema,
+    connection: () => connectionOf(args, io),
+    layout:
+      layout === undefined
+        ? undefined
+        : {
+            layout,
+            widthSeconds: positiveInt(
+              '--partition-width-seconds',
+              args.str('partition-width-seconds'),
+              86_400,
+            ),
+          },
+  };
+}
+
+export interface MigrateOptions {
+  printSql: boolean;
+  json: boolean;
+  schema: string;
+  connection: () => Connection;
+  /** Undefined: the table layout, unless the schema is partitioned already (then its own migrations). */
+  layout?: { readonly layout: Layout; readonly widthSeconds: number } | undefined;
+}
+
+export async function run(io: Io, opts: MigrateOptions): Promise<number> {
+  if (opts.printSql) {
+    io.out(
+      opts.layout?.layout === 'partitioned'
+        ? partitionedMigrationScript(opts.schema, opts.layout.widthSeconds)
+        : migrationScript(opts.schema),
+    );
+    return EXIT.OK;
+  }
+  const connection = opts.connection();
+  const pool = new pg.Pool({ ...pgConnectOptions(pg.Client, connection.databaseUrl, 10_000), max: 1 });
+  pool.on('error', () => {});
+  const driver = pgDriver(pool as unknown as PgPoolLike, {
+    ownsPool: true,
+    preparedStatements: true,
+    // A migration may wait on another process's advisory lock; the CLI user can interrupt it.
+    answerTimeoutMs: 0,
+  });
+  let applied: Array<number | string>;
+  try {
+    const stored = await readStoredLayout(driver, connection.schema);
+    if (stored?.layout === 'partitioned' && opts.layout?.layout === 'table') {
+      throw new CliError(
+        `Schema "${connection.schema}" holds the partitioned layout; it does not convert back. Run migrate without --layout (or with --layout partitioned).`,
+        EXIT.USAGE,
+      );
+    }
+    const wanted =
+      opts.layout ??
+      (stored?.layout === 'partitioned'
+        ? { layout: 'partitioned' as const, widthSeconds: stored.widthSeconds ?? 86_400 }
+        : undefined);
+    applied = wanted
+      ? await applyLayoutMigrations(driver, connection.schema, wanted)
+      : await applyMigrations(driver, connection.schema);
+    // Made here too, so a deployment whose application role may only read the settings table has its secret.
+    await loadDeploymentSecret(driver, connection.schema);
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : '';
+    throw new CliError(
+      `Migration of schema "${connection.schema}" on ${maskDatabaseUrl(connection.databaseUrl)} failed: ${
+        error instanceof Error ? error.message : String(error)
+      }${cause ? ` (${cause})` : ''}`,
+      EXIT.FAILURE,
+      { cause: error },
+    );
+  } finally {
+    await driver.close().catch(() => {});
+  }
+  print(io, opts.json, { schema: connection.schema, applied, version: LATEST_VERSION }, () =>
+    applied.length === 0
+      ? `Schema "${connection.schema}" is up to date (version ${LATEST_VERSION}).`
+      : `Applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')} to schema "${connection.schema}" (now at version ${LATEST_VERSION}).`,
+  );
+  return EXIT.OK;
+}
