@@ -3,22 +3,13 @@ import { isRecord } from '../integrations/shared/adapter-tool.js';
 import type { LedgerTool } from '../middleware/tool.js';
 import { type CallTransport, gatewayLedgerTool, handleToolCall } from './call.js';
 import type { ToolCatalog, ToolFacts } from './catalog.js';
+import { ToolLookup } from './tool-lookup.js';
 import type { GatewayIdentity, GatewayTransport, JsonRpcMessage, TransportExtra } from './types.js';
-import { NotSentError, UpstreamRequests, UpstreamRpcError } from './upstream.js';
+import { UpstreamRequests } from './upstream.js';
+import { UpstreamLiveness } from './upstream-liveness.js';
 
-// Bounds the gateway's own listing when a call names a tool it has not seen: pages and time.
-const MAX_LIST_PAGES = 50;
-const LIST_TIMEOUT_MS = 10_000;
 // How long a closing session waits for calls in flight to be answered before it closes the client side.
 const DRAIN_TIMEOUT_MS = 15_000;
-// Liveness of an HTTP upstream while calls wait for it: one that dies leaves no closed pipe behind (a stdio
-// upstream does, so it is not pinged), only a broken response stream (checked at once) or silence (checked every
-// interval). A ping that cannot be sent means the upstream is gone; so do MAX_PING_MISSES unanswered pings in a
-// row (one miss may be a server busy for a moment). The calls in flight then end as OUTCOME_UNKNOWN instead of
-// waiting for their tool timeout.
-const PING_TIMEOUT_MS = 5_000;
-const PING_INTERVAL_MS = 15_000;
-const MAX_PING_MISSES = 3;
 
 /** What every session of one gateway shares: the ledger and its tools, the catalog and the settings. */
 export interface SessionShared {
@@ -65,12 +56,11 @@ export class GatewaySession {
   #protocolVersion: string | undefined;
   #initializeId: string | number | undefined;
   #closing = false;
-  #listing: Promise<void> | undefined;
   /** Client requests relayed upstream as they are, still unanswered: answered with an error if the upstream goes. */
   readonly #relayed = new Set<string | number>();
-  #checking: Promise<void> | undefined;
-  #pinger: NodeJS.Timeout | undefined;
-  #pingMisses = 0;
+  readonly #tools: ToolLookup;
+  /** Set for an upstream reached over HTTP, whose death only pings reveal. */
+  readonly #liveness: UpstreamLiveness | undefined;
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
@@ -80,6 +70,14 @@ export class GatewaySession {
     private readonly upstream: GatewayTransport,
   ) {
     this.requests = new UpstreamRequests(upstream, shared.log);
+    this.#tools = new ToolLookup(shared.catalog, this.requests, shared.log);
+    this.#liveness = shared.pingUpstream
+      ? new UpstreamLiveness(this.requests, {
+          log: shared.log,
+          closing: () => this.#closing,
+          gone: () => this.#upstreamClosed(),
+        })
+      : undefined;
     this.closed = new Promise((resolve) => {
       this.#resolveClosed = resolve;
     });
@@ -96,42 +94,14 @@ export class GatewaySession {
     this.upstream.onerror = (error) => {
       this.shared.log(`tool-ledger gateway: upstream: ${error.message}`);
       // A broken stream may be the upstream's death; a ping tells.
-      if (this.shared.pingUpstream && !this.#closing) void this.#checkUpstream();
+      if (!this.#closing) void this.#liveness?.check();
     };
     this.downstream.onmessage = (message, extra) => this.#fromClient(message, extra);
     this.downstream.onclose = () => void this.close();
     this.downstream.onerror = (error) => this.shared.log(`tool-ledger gateway: client: ${error.message}`);
     await this.upstream.start();
     await this.downstream.start();
-    if (this.shared.pingUpstream) {
-      this.#pinger = setInterval(() => {
-        if (this.requests.pending > 0 || this.#relayed.size > 0) void this.#checkUpstream();
-      }, PING_INTERVAL_MS);
-      this.#pinger.unref?.();
-    }
-  }
-
-  /** Pings the upstream (one check at a time); if nobody answers, the upstream is treated as gone. */
-  #checkUpstream(): Promise<void> {
-    this.#checking ??= (async () => {
-      try {
-        await this.requests.request('ping', {}, { timeoutMs: PING_TIMEOUT_MS });
-        this.#pingMisses = 0;
-      } catch (error) {
-        // Any JSON-RPC answer, even an error, shows the upstream is there.
-        if (error instanceof UpstreamRpcError) this.#pingMisses = 0;
-        if (error instanceof UpstreamRpcError || this.#closing) return;
-        if (!(error instanceof NotSentError) && ++this.#pingMisses < MAX_PING_MISSES) return;
-        const why = error instanceof NotSentError ? 'cannot be reached' : 'does not answer a ping';
-        this.shared.log(
-          `tool-ledger gateway: the upstream MCP server ${why} (${(error as Error).message}); the calls in flight end with an unknown outcome.`,
-        );
-        await this.#upstreamClosed();
-      }
-    })().finally(() => {
-      this.#checking = undefined;
-    });
-    return this.#checking;
+    this.#liveness?.start(() => this.requests.pending > 0 || this.#relayed.size > 0);
   }
 
   /** Sends without throwing (a failure is logged); settles once the transport has taken the message. */
@@ -202,7 +172,7 @@ export class GatewaySession {
     this.upstream.send(message).catch((error: unknown) => {
       if (!this.#relayed.has(id)) return;
       fail(`could not be sent to the upstream MCP server (${(error as Error).message}).`);
-      if (this.shared.pingUpstream && !this.#closing) void this.#checkUpstream();
+      if (!this.#closing) void this.#liveness?.check();
     });
   }
 
@@ -253,37 +223,6 @@ export class GatewaySession {
     void work.finally(() => this.#inFlight.delete(work));
   }
 
-  /** The facts of a tool; when no listing has named it, the gateway lists the upstream's tools itself. */
-  async #facts(name: string): Promise<ToolFacts> {
-    const known = this.shared.catalog.get(name);
-    if (known) return known;
-    this.#listing ??= this.#listAll().finally(() => {
-      this.#listing = undefined;
-    });
-    await this.#listing;
-    return this.shared.catalog.get(name) ?? this.shared.catalog.unlisted(name);
-  }
-
-  async #listAll(): Promise<void> {
-    const generation = this.shared.catalog.generation;
-    let cursor: string | undefined;
-    try {
-      for (let page = 0; page < MAX_LIST_PAGES; page++) {
-        const result = await this.requests.request('tools/list', cursor === undefined ? {} : { cursor }, {
-          timeoutMs: LIST_TIMEOUT_MS,
-        });
-        this.shared.catalog.rewriteList(result, generation);
-        cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-        if (cursor === undefined) return;
-      }
-    } catch (error) {
-      // Unlisted tools count as mutating, so a failed listing errs on the side of the ledger.
-      this.shared.log(
-        `tool-ledger gateway: could not list the upstream's tools: ${(error as Error).message}`,
-      );
-    }
-  }
-
   async #call(message: JsonRpcMessage, extra: TransportExtra | undefined): Promise<void> {
     const id = message.id as string | number;
     const params = isRecord(message.params) ? message.params : {};
@@ -300,7 +239,7 @@ export class GatewaySession {
     const abort = new AbortController();
     this.#calls.set(id, abort);
     try {
-      const facts = await this.#facts(name);
+      const facts = await this.#tools.facts(name);
       const transport: CallTransport = {
         requestId: id,
         sessionId: this.downstream.sessionId,
@@ -361,7 +300,7 @@ export class GatewaySession {
   async close(): Promise<void> {
     if (this.#closing) return this.closed;
     this.#closing = true;
-    clearInterval(this.#pinger);
+    this.#liveness?.stop();
     const deadline = Date.now() + DRAIN_TIMEOUT_MS;
     await this.#drain(deadline);
     this.requests.closeAll();
