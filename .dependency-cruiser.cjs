@@ -26,6 +26,15 @@ const room = (name, comment, from, ...allowed) => ({
   to: outside(...allowed),
 });
 
+/** The CLI reaches a room only through that room's public entry, its index.ts. */
+const throughEntry = (name, comment, room) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: '^src/cli/' },
+  to: { path: `^src/${room}/`, pathNot: `^src/${room}/index[.]ts$` },
+});
+
 module.exports = {
   forbidden: [
     {
@@ -137,14 +146,11 @@ module.exports = {
       },
       to: { path: '^src/' },
     },
-    {
-      name: 'gateway-through-its-entry',
-      comment:
-        'The CLI runs the gateway through its public entry (tool-ledger/gateway), never its internals.',
-      severity: 'error',
-      from: { path: '^src/cli/' },
-      to: { path: '^src/gateway/', pathNot: '^src/gateway/index[.]ts$' },
-    },
+    throughEntry(
+      'gateway-through-its-entry',
+      'The CLI runs the gateway through its public entry (tool-ledger/gateway), never its internals.',
+      'gateway',
+    ),
     {
       name: 'otel-through-its-entry',
       comment: 'Only the CLI starts the SDK, through its public entry (tool-ledger/otel).',
@@ -152,13 +158,11 @@ module.exports = {
       from: { path: '^src/', pathNot: '^src/(otel|cli)/' },
       to: { path: '^src/otel/' },
     },
-    {
-      name: 'cli-otel-through-its-entry',
-      comment: 'The CLI starts the SDK through its public entry (tool-ledger/otel), never its internals.',
-      severity: 'error',
-      from: { path: '^src/cli/' },
-      to: { path: '^src/otel/', pathNot: '^src/otel/index[.]ts$' },
-    },
+    throughEntry(
+      'cli-otel-through-its-entry',
+      'The CLI starts the SDK through its public entry (tool-ledger/otel), never its internals.',
+      'otel',
+    ),
     {
       name: 'ledger-knows-no-opentelemetry',
       comment: 'The ledger reports through contract/ interfaces; OpenTelemetry belongs to telemetry/.',
