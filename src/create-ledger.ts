@@ -17,6 +17,8 @@ import type {
   ToolOptions,
   TransactionalHandlerContext,
 } from './contract/types.js';
+import { distributionScript } from './ledger/citus-sql.js';
+import { distributeLedger } from './ledger/distribute.js';
 import type { Driver } from './ledger/driver.js';
 import { maskUrlPassword } from './ledger/drivers/connection-url.js';
 import { type PgPoolLike, pgDriver } from './ledger/drivers/pg.js';
@@ -223,16 +225,22 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
   const config = resolveConfig(options);
   const { driver, afterMigrations } = await openDriver(config);
   let deployment: DeploymentSecret | undefined;
+  let distributed = false;
   try {
     const wanted = { layout: config.layout, widthSeconds: config.partitionWidthSeconds };
+    const stored = await storedLayoutAtStart(driver, config);
     // Before any migration: the table layout's would fail on a partitioned table with a less helpful error.
-    checkLayout(await storedLayoutAtStart(driver, config), wanted, config.schema, config.migrate);
+    checkLayout(stored, wanted, config.schema, config.migrate);
     if (config.migrate) {
       if (config.layout === 'table') await applyMigrations(driver, config.schema);
       else await applyLayoutMigrations(driver, config.schema, wanted);
       // Before the key-hash secret is made: the saved start must not carry one.
       await afterMigrations?.();
     }
+    // On Citus's coordinator, after the migrations (which run there too, as DDL Citus passes on to the shards).
+    if (config.distribute) await distributeLedger(driver, config.schema);
+    // Read once: the store picks its statements by it for the ledger's life.
+    distributed = config.distribute || stored?.distributed === true;
     if (config.layout === 'partitioned') {
       // The partitions this process's claims will need, so none makes one (an exclusive lock) on the hot path.
       await driver
@@ -258,6 +266,7 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     config.schema,
     { maxEntries: config.replayCacheEntries, maxBytes: config.replayCacheMaxBytes },
     config.layout,
+    distributed,
   );
   const notifier = new CompletionNotifier(store);
   const observer =
@@ -318,7 +327,9 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     migrationSql: () =>
       config.layout === 'partitioned'
         ? partitionedMigrationScript(config.schema, config.partitionWidthSeconds)
-        : migrationScript(config.schema),
+        : config.distribute
+          ? `${migrationScript(config.schema)}\n${distributionScript(config.schema)}`
+          : migrationScript(config.schema),
     close({ timeoutSeconds }: CloseOptions = {}) {
       const timeoutMs = resolveCloseTimeoutMs(timeoutSeconds);
       closing ??= (async () => {

@@ -12,12 +12,11 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createCluster, runAs } from '../../bench/support/postgres-cluster.mjs';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { root, withDatabase } from '../lane.mjs';
 export const PG_MAJOR = 15;
 const DEBIAN_LIB = `/usr/lib/postgresql/${PG_MAJOR}`;
 const DEBIAN_SHARE = `/usr/share/postgresql/${PG_MAJOR}`;
@@ -71,8 +70,6 @@ const NODE_SETTINGS = {
   // certificate in $HOME/.postgresql, which is root's home when this runs as root, unreadable to the servers.
   'citus.node_conninfo': 'sslmode=disable',
 };
-
-const withDatabase = (url, database) => url.replace(/\/[^/?]*(\?.*)?$/, `/${database}$1`);
 
 async function sql(url, statements) {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });

@@ -1,4 +1,5 @@
 import { ToolLedgerError } from '../contract/errors.js';
+import { PARTITIONED_NOT_DISTRIBUTABLE } from '../ledger/distribute.js';
 import { isMultiHostUrl, maskUrlPassword, parseConnectionUrl } from '../ledger/drivers/connection-url.js';
 import { isKeywordString, keywordStringToUrl } from '../ledger/drivers/keyword-string.js';
 import type { PgPoolLike } from '../ledger/drivers/pg.js';
@@ -27,6 +28,7 @@ export interface ResolvedConfig {
   readonly migrate: boolean;
   readonly layout: 'table' | 'partitioned';
   readonly partitionWidthSeconds: number;
+  readonly distribute: boolean;
   readonly poolSize: number;
   readonly connectTimeoutSeconds: number;
   readonly statementTimeoutSeconds: number;
@@ -67,6 +69,7 @@ const LEDGER_OPTION_NAMES = {
   migrate: true,
   layout: true,
   partitionWidthSeconds: true,
+  distribute: true,
   poolSize: true,
   connectTimeoutSeconds: true,
   statementTimeoutSeconds: true,
@@ -114,6 +117,33 @@ function keywordUrl(value: string, source: string): string {
   } catch (error) {
     throw error instanceof ToolLedgerError ? invalid(`${source}: ${error.message}`) : error;
   }
+}
+
+/** `distribute: true` needs a migrating ledger of the table layout on a server that could have Citus. */
+function checkDistribute(
+  value: unknown,
+  context: {
+    readonly migrate: boolean;
+    readonly layout: 'table' | 'partitioned';
+    readonly database: DatabaseChoice;
+  },
+): boolean {
+  if (value === undefined || value === false) return false;
+  if (value !== true) throw invalid(`distribute must be true or false, got ${JSON.stringify(value)}.`);
+  if (context.database.kind === 'pglite') {
+    throw invalid(
+      'distribute: true needs a Citus coordinator; PGlite is one embedded Postgres. Pass its connectionString or pool instead.',
+    );
+  }
+  if (!context.migrate) {
+    throw invalid(
+      'distribute: true distributes the schema after the migrations, but migrate is false. Distribute it once with `tool-ledger migrate --distribute` (or the script of `--distribute --print-sql`), then open ledgers without distribute: they find it in the schema.',
+    );
+  }
+  if (context.layout === 'partitioned') {
+    throw invalid(`distribute: true with layout: 'partitioned': ${PARTITIONED_NOT_DISTRIBUTABLE}.`);
+  }
+  return true;
 }
 
 function checkLayoutOption(value: unknown): 'table' | 'partitioned' {
@@ -233,6 +263,8 @@ export function resolveConfig(
   }
   checkKeyHashSecret(options.telemetry ?? {}, env);
   const leaseSeconds = checkSeconds('leaseSeconds', options.leaseSeconds, DEFAULTS.leaseSeconds, 0.05);
+  const migrate = options.migrate ?? true;
+  const layout = checkLayoutOption(options.layout);
   const poolSize = options.poolSize ?? DEFAULTS.poolSize;
   if (!Number.isInteger(poolSize) || poolSize < 1)
     throw invalid(`poolSize must be a positive integer, got ${poolSize}.`);
@@ -243,8 +275,9 @@ export function resolveConfig(
     ttlSeconds: checkSeconds('ttlSeconds', options.ttlSeconds, DEFAULTS.ttlSeconds, 0, MAX_TTL_SECONDS),
     leaseSeconds,
     waitSeconds: checkSeconds('waitSeconds', options.waitSeconds, DEFAULTS.waitSeconds, 0),
-    migrate: options.migrate ?? true,
-    layout: checkLayoutOption(options.layout),
+    migrate,
+    layout,
+    distribute: checkDistribute(options.distribute, { migrate, layout, database }),
     partitionWidthSeconds: checkSeconds(
       'partitionWidthSeconds',
       options.partitionWidthSeconds,

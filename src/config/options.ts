@@ -65,6 +65,16 @@ export interface LedgerOptions {
    */
   readonly partitionWidthSeconds?: number;
   /**
+   * Distribute the schema by tenant with Citus when `createLedger` starts, on the coordinator, after the
+   * migrations: the run tables by `tenant_id` (colocated), the settings and migration record as reference tables
+   * (docs/operations.md, "Distributing by tenant"). Idempotent; refused with `CONFIG_INVALID` on a server without
+   * Citus, with `migrate: false` (run `tool-ledger migrate --distribute` instead) and with `layout: 'partitioned'`.
+   * A ledger opened without it on a schema distributed before finds that in the schema's settings and runs there
+   * the same way.
+   * @default false
+   */
+  readonly distribute?: boolean;
+  /**
    * Pool size when tool-ledger opens its own `pg.Pool`. Connections open only as concurrent calls need them, so
    * the default covers 20 concurrent calls without queueing; each call holds a connection for one statement at a time.
    * @default 20

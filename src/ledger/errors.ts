@@ -100,10 +100,36 @@ const SQLSTATE_CLASS: Readonly<Record<string, DriverFailure>> = {
   },
   '25': TRANSIENT, // invalid_transaction_state: the transaction was aborted; a new one may succeed
   '28': permanent('Authentication failed: fix the credentials in the connection string'),
+  // Citus's refusals carry this class too: told apart above (citusFailure).
   '0A': permanent(
     'The server does not support a feature the ledger needs: use PostgreSQL 13 or later, or turn off preparedStatements behind a pooler',
   ),
 };
+
+/**
+ * Citus's own refusals and faults, told apart from PostgreSQL's by their text (Citus reuses PostgreSQL's
+ * SQLSTATEs): a statement the coordinator will not route or run on distributed tables (0A000), and a worker the
+ * coordinator could not reach (class 08, which the coordinator reports while it still answers).
+ */
+const CITUS_REFUSAL =
+  /distributed|router planner|non-IMMUTABLE functions are not allowed|functions used in (UPDATE|the WHERE|the DO UPDATE)|STABLE functions used in UPDATE|reference table|\bshard/i;
+const CITUS_REFUSED: DriverFailure = permanent(
+  "Citus refused a ledger statement on a distributed table: the ledger sends statements Citus can route only to a schema it distributed itself, which it records in the schema's settings. Run `tool-ledger migrate --distribute` once on the coordinator (it keeps tables already placed as the ledger needs them and records the distribution), then restart the ledger's processes; if the schema was distributed that way already, report this with the error as a tool-ledger bug",
+);
+const CITUS_NODE =
+  /connection to the remote node|remote node .* failed|could not connect to (the )?(worker|node)/i;
+const CITUS_WORKER_LOST: DriverFailure = {
+  ...LOST,
+  reason:
+    "The Citus coordinator could not reach the worker that holds this tenant's shard, so the statement may or may not have run there; tenants on other workers are not affected",
+};
+
+function citusFailure(code: string, error: unknown): DriverFailure | undefined {
+  const message = error instanceof Error ? error.message : '';
+  if (code === '0A000' && CITUS_REFUSAL.test(message)) return CITUS_REFUSED;
+  if (code.startsWith('08') && CITUS_NODE.test(message)) return CITUS_WORKER_LOST;
+  return undefined;
+}
 
 /** Node socket and DNS errors: the database was not reachable, or stopped answering. */
 const NODE_CODE: Readonly<Record<string, DriverFailure>> = {
@@ -139,7 +165,7 @@ export function classifyDriverError(error: unknown): DriverFailure {
   }
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string') {
-    const known = SQLSTATE[code] ?? NODE_CODE[code];
+    const known = citusFailure(code, error) ?? SQLSTATE[code] ?? NODE_CODE[code];
     if (known) return known;
     if (/^[0-9A-Z]{5}$/.test(code)) return SQLSTATE_CLASS[code.slice(0, 2)] ?? UNKNOWN;
   }

@@ -178,10 +178,15 @@ export function versionTable(schema: string): string {
 // each other.
 const LOCK_CLASS = 0x7710;
 
+/** The schema's migration lock, held to the end of the transaction; distributing it (citus-sql.ts) takes it too. */
+export function migrationLockSql(schema: string): string {
+  return `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${quoteLiteral(schema)}))`;
+}
+
 /** Statements run, in order and inside one transaction, before any migration. */
 export function migrationPreludeSql(schema: string): string[] {
   return [
-    `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${quoteLiteral(schema)}))`,
+    migrationLockSql(schema),
     `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`,
     `CREATE TABLE IF NOT EXISTS ${versionTable(schema)} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
   ];

@@ -1,5 +1,6 @@
 import { ToolLedgerError } from '../contract/errors.js';
 import type { Queryable } from '../contract/types.js';
+import { CITUS_DISTRIBUTION, DISTRIBUTION_SETTING } from './citus-sql.js';
 import type { Driver } from './driver.js';
 import { classifyDriverError, ledgerUnavailable } from './errors.js';
 import { applyMigrations } from './migrate.js';
@@ -78,6 +79,8 @@ function quoteIdentSchema(schema: string): string {
 export interface StoredLayout {
   readonly layout: Layout;
   readonly widthSeconds: number | undefined;
+  /** Distributed by tenant with Citus (see distribute.ts): the store sends its Citus statements (citus-sql.ts). */
+  readonly distributed: boolean;
 }
 
 /**
@@ -89,12 +92,14 @@ export async function readStoredLayout(db: Queryable, schema: string): Promise<S
     const read = async (name: string) =>
       (await db.query<{ value: string }>(readSettingSql(schema), [name])).rows[0]?.value;
     const layout = await read(LAYOUT_SETTING);
-    if (layout !== 'partitioned') return { layout: 'table', widthSeconds: undefined };
+    const distributed = (await read(DISTRIBUTION_SETTING)) === CITUS_DISTRIBUTION;
+    if (layout !== 'partitioned') return { layout: 'table', widthSeconds: undefined, distributed };
     const width = Number(await read(PARTITION_WIDTH_SETTING));
-    return { layout: 'partitioned', widthSeconds: Number.isFinite(width) ? width : undefined };
+    return { layout: 'partitioned', widthSeconds: Number.isFinite(width) ? width : undefined, distributed };
   } catch (error) {
     const condition = classifyDriverError(error).condition;
-    if (condition === 'undefined_table') return { layout: 'table', widthSeconds: undefined };
+    if (condition === 'undefined_table')
+      return { layout: 'table', widthSeconds: undefined, distributed: false };
     if (condition === 'insufficient_privilege') return undefined;
     throw ledgerUnavailable(error, `read the layout of schema "${schema}"`);
   }

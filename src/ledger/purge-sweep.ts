@@ -30,6 +30,11 @@ export type PurgeSweep =
     }
   /** PostgreSQL 13, or a partitioned table: batches over the whole table, the last of which reads all of it. */
   | { readonly kind: 'whole-table' }
+  /**
+   * A table distributed with Citus: rounds of a batch on every shard, each on its worker (`purgeShardsSql`), until
+   * no shard fills its batch. The coordinator holds no heap of the table to sweep.
+   */
+  | { readonly kind: 'shards' }
   | { readonly kind: 'done' };
 
 export type PurgeSweepKind = PurgeSweep['kind'];
@@ -84,6 +89,8 @@ const AFTER_BATCH: {
     return from.block >= sweep.endBlock ? { kind: 'done' } : { ...sweep, from };
   },
   'whole-table': (sweep, { taken, batchSize }) => (taken < batchSize ? { kind: 'done' } : sweep),
+  // `taken` is the most any one shard deleted: a shard that filled its batch may hold more.
+  shards: (sweep, { taken, batchSize }) => (taken < batchSize ? { kind: 'done' } : sweep),
   done: (sweep) => sweep,
 };
 

@@ -1,4 +1,6 @@
+import { ToolLedgerError } from '../contract/errors.js';
 import type { Queryable } from '../contract/types.js';
+import { purgeShardsSql } from './citus-sql.js';
 import {
   afterBatch,
   PURGE_WINDOW_BLOCKS,
@@ -14,12 +16,17 @@ export interface PurgeConnection extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
-/** Starts a purge of the table layout: a sweep of the heap as it is now (see purge-sweep.ts). */
+/**
+ * Starts a purge of the table layout: a sweep of the heap as it is now (see purge-sweep.ts), or, for a schema
+ * distributed with Citus, rounds over its shards.
+ */
 export async function startPurge(
   db: Queryable,
   schema: string,
   windowBlocks: number = PURGE_WINDOW_BLOCKS,
+  distributed = false,
 ): Promise<PurgeSweep> {
+  if (distributed) return { kind: 'shards' };
   type Start = { server_version: number; heap_blocks: string; partitioned: boolean };
   const { rows } = await db.query<Start>(purgeStartSql(), [runsTable(schema)]);
   const row = rows[0];
@@ -51,6 +58,19 @@ export async function purgeBatch(
         next: afterBatch(sweep, { taken: rows.length, batchSize, last: undefined }),
       };
     }
+    case 'shards': {
+      const { rows } = await db.query<{ deleted: string; most: string; failure: string | null }>(
+        purgeShardsSql(schema),
+        [batchSize],
+      );
+      const row = rows[0];
+      if (row?.failure != null) throw shardFailed(row.failure, Number(row.deleted));
+      const deleted = Number(row?.deleted ?? 0);
+      return {
+        deleted,
+        next: afterBatch(sweep, { taken: Number(row?.most ?? 0), batchSize, last: undefined }),
+      };
+    }
     case 'window': {
       const { from, before } = windowBounds(sweep);
       const row = await db.transaction(async (tx) => {
@@ -66,4 +86,16 @@ export async function purgeBatch(
       return { deleted: Number(row?.deleted ?? 0), next: afterBatch(sweep, { taken, batchSize, last }) };
     }
   }
+}
+
+/**
+ * A shard's batch failed (its worker down, say): the other shards' batches of the round stand, and the purge
+ * stops here, since the next round would fail on that shard again.
+ */
+function shardFailed(failure: string, deletedElsewhere: number): ToolLedgerError {
+  return new ToolLedgerError(
+    'LEDGER_UNAVAILABLE',
+    `A purge batch failed on a shard of the distributed ledger table: ${failure}. The other shards' batches (${deletedElsewhere} rows) and the batches before stay purged; call purgeExpired() again once every Citus worker is reachable.`,
+    { retryable: true },
+  );
 }

@@ -45,10 +45,13 @@ export function insertSettingSql(schema: string): string {
   return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text) ON CONFLICT (name) DO NOTHING`;
 }
 
-/** Replaces a setting (or stores it). $1 name, $2 value. */
+/**
+ * Replaces a setting (or stores it). $1 name, $2 value. The update takes its time from the row it would have
+ * inserted: Citus refuses a function in `DO UPDATE SET` on its tables (the settings are a reference table there).
+ */
 export function replaceSettingSql(schema: string): string {
-  return `INSERT INTO ${settingsTable(schema)} (name, value) VALUES ($1::text, $2::text)
-ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = now()
+  return `INSERT INTO ${settingsTable(schema)} (name, value, updated_at) VALUES ($1::text, $2::text, now())
+ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
 RETURNING updated_at`;
 }
 
@@ -147,11 +150,11 @@ const TAKEOVER = (alias: string) => `(${expired(alias)}
  * `Date` (so a `Date` built from it equals the one a later read of the column gives), and a float8 the driver reads
  * as a number without the date parser, which is dearer.
  */
-const epochMs = (column: string) =>
+export const epochMs = (column: string) =>
   `round(extract(epoch FROM date_trunc('milliseconds', ${column})) * 1000)::float8`;
 
 /** Milliseconds from the database's `now()` to a timestamp: a float8 the driver reads as a number. */
-const msUntil = (column: string) => `date_part('epoch', ${column} - now()) * 1000`;
+export const msUntil = (column: string) => `date_part('epoch', ${column} - now()) * 1000`;
 
 /**
  * What every read returns of a row, in the shape `RunRow` expects, with the lease flag SQL decides so TypeScript
@@ -207,8 +210,23 @@ export type ClaimNarrowing = (alias: string) => string;
 const narrowed = (narrow: ClaimNarrowing | undefined, alias: string) =>
   narrow ? ` AND ${narrow(alias)}` : '';
 
-const existingCte = (t: string, narrow?: ClaimNarrowing) => `existing AS (
+/**
+ * How the parts of the claim read the clock. `inline`: `now()` wherever a rule needs it. `once`, for Citus: the
+ * read of the key's row also answers whether it had expired and what time it is, and the takeover's `CASE`s read
+ * those columns. Citus refuses an update whose `CASE` calls a function that is not immutable (`now()`, and even
+ * `timestamptz + interval`), since it evaluates such functions on the coordinator before it routes the statement,
+ * and a `CASE` may not evaluate every branch. `MATERIALIZED` keeps the planner from inlining the read, which would
+ * put `now()` back into the `CASE`s.
+ */
+export type ClaimClock = 'inline' | 'once';
+
+const existingCte = (t: string, narrow?: ClaimNarrowing, clock: ClaimClock = 'inline') =>
+  clock === 'inline'
+    ? `existing AS (
   SELECT * FROM ${t} e WHERE ${CLAIMED_ROW('e')}${narrowed(narrow, 'e')}
+)`
+    : `existing AS MATERIALIZED (
+  SELECT e.*, ${expired('e')} AS ttl_over, now() AS claimed_at FROM ${t} e WHERE ${CLAIMED_ROW('e')}${narrowed(narrow, 'e')}
 )`;
 
 /**
@@ -227,25 +245,29 @@ const insertedCte = (t: string, mode: 'after-existing' | 'alone') => `inserted A
   RETURNING r.*
 )`;
 
-const takenCte = (t: string, narrow?: ClaimNarrowing) => `taken AS (
+const takenCte = (t: string, narrow?: ClaimNarrowing, clock: ClaimClock = 'inline') => {
+  const ttlOver = clock === 'inline' ? expired('e') : 'e.ttl_over';
+  const at = clock === 'inline' ? 'now()' : 'e.claimed_at';
+  return `taken AS (
   UPDATE ${t} AS r SET
-    attempt = CASE WHEN ${expired('e')} THEN 1 ELSE r.attempt + 1 END,
-    job_id = CASE WHEN ${expired('e')} THEN ${CLAIM.jobId} ELSE coalesce(r.job_id, ${CLAIM.jobId}) END,
-    created_at = CASE WHEN ${expired('e')} THEN now() ELSE r.created_at END,
-    conflict_count = CASE WHEN ${expired('e')} THEN 0 ELSE r.conflict_count END,
-    last_conflict_at = CASE WHEN ${expired('e')} THEN NULL ELSE r.last_conflict_at END,
+    attempt = CASE WHEN ${ttlOver} THEN 1 ELSE r.attempt + 1 END,
+    job_id = CASE WHEN ${ttlOver} THEN ${CLAIM.jobId} ELSE coalesce(r.job_id, ${CLAIM.jobId}) END,
+    created_at = CASE WHEN ${ttlOver} THEN ${at} ELSE r.created_at END,
+    conflict_count = CASE WHEN ${ttlOver} THEN 0 ELSE r.conflict_count END,
+    last_conflict_at = CASE WHEN ${ttlOver} THEN NULL ELSE r.last_conflict_at END,
     user_id = ${CLAIM.user}, parameter_hash = ${CLAIM.paramsHash}, status = 'in_progress', final = false,
     lease_owner = ${CLAIM.leaseOwner}, lease_expires_at = now() + make_interval(secs => ${CLAIM.leaseSeconds}),
     result_json = NULL, error_json = NULL, trace_id = ${CLAIM.traceId}, span_id = ${CLAIM.spanId},
     started_at = now(), updated_at = now(), completed_at = NULL,
     expires_at = now() + make_interval(secs => ${CLAIM.ttlSeconds}),
-    waiters = CASE WHEN ${expired('e')} THEN false ELSE r.waiters END,
-    steps = CASE WHEN ${expired('e')} THEN NULL ELSE r.steps END,
-    step_token = CASE WHEN ${expired('e')} THEN NULL ELSE r.step_token END
+    waiters = CASE WHEN ${ttlOver} THEN false ELSE r.waiters END,
+    steps = CASE WHEN ${ttlOver} THEN NULL ELSE r.steps END,
+    step_token = CASE WHEN ${ttlOver} THEN NULL ELSE r.step_token END
   FROM existing e
   WHERE ${CLAIMED_ROW('r')}${narrowed(narrow, 'r')} AND r.attempt = e.attempt AND r.status = e.status AND ${TAKEOVER('r')}
   RETURNING r.*
 )`;
+};
 
 const registeredCte = (t: string, narrow?: ClaimNarrowing) => `registered AS (
   -- Disjoint from \`taken\`: a live lease is never expired nor lapsed, so no row is updated twice.
@@ -291,6 +313,21 @@ export function claimFreshSql(schema: string): string {
 ${INSERTED_BRANCH(true)}`;
 }
 
+/**
+ * Citus's claim of a key whose row exists: `claimSql` without its insert, since Citus routes a statement with an
+ * `INSERT` in a `WITH` to no single shard (it plans each part apart, several round trips that no longer share a
+ * snapshot). The store sends the bare insert (`insertRunSql`) and this in turn, as `ClaimPath` predicts, each a
+ * statement of the tenant's one shard; this one returns no row when the key has none. `claimSql`'s parameters and
+ * columns. It reads the clock once (see `ClaimClock`).
+ */
+export function claimExistingSql(schema: string): string {
+  const t = runsTable(schema);
+  return `WITH ${existingCte(t, undefined, 'once')}, ${takenCte(t, undefined, 'once')}, ${registeredCte(t)}
+${TAKEN_BRANCH(false)}
+UNION ALL
+${EXISTING_BRANCH(false)}`;
+}
+
 export function claimFoundSql(schema: string, narrow: ClaimNarrowing): string {
   const t = runsTable(schema);
   return `WITH ${existingCte(t, narrow)}, ${takenCte(t, narrow)}, ${registeredCte(t, narrow)}
@@ -326,7 +363,7 @@ RETURNING id::text AS id`;
  * owner of the current attempt writes. $1 tenant, $2 tool, $3 key, $4 attempt, $5 lease owner; each fenced
  * statement's own parameters follow from $6.
  */
-const KEY_FENCE = `tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text AND attempt = $4::integer
+export const KEY_FENCE = `tenant_id = $1::text AND tool_name = $2::text AND idempotency_key = $3::text AND attempt = $4::integer
   AND lease_owner = $5::text AND status = 'in_progress'`;
 
 /**

@@ -3,17 +3,19 @@ import { hostname } from 'node:os';
 import { ToolLedgerError } from '../contract/errors.js';
 import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
+import { citusCompleteSql, citusFinishStepSql, notifySql } from './citus-sql.js';
 import { ClaimPath } from './claim-path.js';
 import type { Driver } from './driver.js';
 import { classifyDriverError, ledgerUnavailable } from './errors.js';
 import type { Layout } from './partitioned.js';
-import { maintainSql, partitionedClaimSql } from './partitioned-sql.js';
+import { CLAIM_TRIES, maintainSql, partitionedClaimSql } from './partitioned-sql.js';
 import { purgeBatch, startPurge } from './purge.js';
 import { PURGE_WINDOW_BLOCKS, type PurgeSweep } from './purge-sweep.js';
 import { cacheKey, ResultCache, type ResultCacheLimits } from './result-cache.js';
 import type { ClaimRow, RunKey, RunRow, RunStatus } from './run-row.js';
 import {
   type ClaimFields,
+  claimExistingSql,
   claimParams,
   claimSql,
   completeSql,
@@ -48,24 +50,38 @@ function asRow<T extends RunRow>(raw: Record<string, unknown>): T {
 
 /**
  * The statements of one schema, built once per ledger. The partitioned layout has no unique key index for the
- * bare insert's `ON CONFLICT`: every claim goes through its claim function, and its purge drops partitions.
+ * bare insert's `ON CONFLICT`: every claim goes through its claim function, and its purge drops partitions. A
+ * schema distributed with Citus (read from its settings at start) gets the variants of citus-sql.ts: a claim that
+ * only finds (the insert is its own statement), a completion that leaves the notice to the store, and a purge by
+ * shard.
  */
-function statements(schema: string, layout: Layout) {
+function statements(schema: string, layout: Layout, distributed: boolean) {
   const partitioned = layout === 'partitioned';
   const fenced = (build: (schema: string, scope: FenceScope) => string): FencedStatement => ({
     byKey: build(schema, 'key'),
     inPartition: partitioned ? build(schema, 'partition') : undefined,
   });
+  const byKey = (text: string): FencedStatement => ({ byKey: text, inPartition: undefined });
   return Object.freeze({
-    claim: partitioned ? partitionedClaimSql(schema) : claimSql(schema),
+    claim: partitioned
+      ? partitionedClaimSql(schema)
+      : distributed
+        ? claimExistingSql(schema)
+        : claimSql(schema),
+    /** The claim finds a key's row but never inserts one (Citus): a key without a row takes the insert. */
+    claimOnlyFinds: distributed,
     insert: partitioned ? undefined : insertRunSql(schema),
     maintain: partitioned ? maintainSql(schema) : undefined,
-    complete: fenced(completeSql),
+    complete: distributed ? byKey(citusCompleteSql(schema)) : fenced(completeSql),
+    /** The completion returns its waiters instead of notifying them (Citus): the store sends `notify`. */
+    notify: distributed ? notifySql() : undefined,
     renew: fenced(renewLeaseSql),
     conflict: recordConflictSql(schema),
     findJob: findJobSql(schema),
     startStep: fenced(startStepSql),
-    finishStep: fenced(finishStepSql),
+    finishStep: distributed ? byKey(citusFinishStepSql(schema)) : fenced(finishStepSql),
+    /** Purged shard by shard (purge.ts). */
+    distributed,
   });
 }
 
@@ -115,10 +131,11 @@ export class LedgerStore {
     schema: string,
     cache: ResultCacheLimits = { maxEntries: 0, maxBytes: 0 },
     layout: Layout = 'table',
+    distributed = false,
   ) {
     this.#driver = driver;
     this.#schema = schema;
-    this.#sql = statements(schema, layout);
+    this.#sql = statements(schema, layout, distributed);
     this.#cache = new ResultCache(cache);
     // A plain lowercase identifier: both pg and PGlite LISTEN it without quoting surprises.
     this.channel = `tool_ledger_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
@@ -195,7 +212,7 @@ export class LedgerStore {
         this.#path.found(inserted.length === 0);
         if (inserted[0]) return this.#track(keyText, freshRun(inserted[0].id, request));
       }
-      const rows = await this.#run<Record<string, unknown>>(
+      let rows = await this.#run<Record<string, unknown>>(
         this.#driver,
         this.#sql.claim,
         claimParams(request),
@@ -203,6 +220,11 @@ export class LedgerStore {
         undefined,
         undefined,
       );
+      if (rows.length === 0 && this.#sql.claimOnlyFinds) {
+        const inserted = await this.#insertAfterFind(request);
+        if (inserted.kind === 'inserted') return this.#track(keyText, inserted.row);
+        rows = inserted.rows;
+      }
       // The key travels with the row for the writes that follow; the request is that key already, not a copy.
       if (rows[0]) rows[0].runKey = request;
       const row = rows[0] ? asRow<ClaimRow>(rows[0]) : undefined;
@@ -216,6 +238,44 @@ export class LedgerStore {
       // One operation however many statements it took, so the histogram counts claims.
       timer?.('claim', (performance.now() - sentAt) / 1000);
     }
+  }
+
+  /**
+   * Citus's claim found no row: the key is free, so insert it; no row inserted means another caller's row came
+   * meanwhile, so find that one. A row that comes and goes between the two every time (a purge or `forget` racing
+   * claims of one key) ends after `CLAIM_TRIES` rounds with a retryable error, nothing run.
+   */
+  async #insertAfterFind(
+    request: ClaimRequest,
+  ): Promise<{ kind: 'inserted'; row: ClaimRow } | { kind: 'found'; rows: Record<string, unknown>[] }> {
+    for (let round = 0; round < CLAIM_TRIES; round++) {
+      const inserted = await this.#run<{ id: string }>(
+        this.#driver,
+        this.#sql.insert!,
+        insertRunParams(request),
+        'claim the idempotency key',
+        undefined,
+        undefined,
+      );
+      if (inserted[0]) {
+        this.#path.found(false);
+        return { kind: 'inserted', row: freshRun(inserted[0].id, request) };
+      }
+      const rows = await this.#run<Record<string, unknown>>(
+        this.#driver,
+        this.#sql.claim,
+        claimParams(request),
+        'claim the idempotency key',
+        undefined,
+        undefined,
+      );
+      if (rows.length > 0) return { kind: 'found', rows };
+    }
+    throw new ToolLedgerError(
+      'LEDGER_UNAVAILABLE',
+      `The ledger could not claim the idempotency key: its row was deleted and made again ${CLAIM_TRIES} times while this claim looked for it (a purge or tool-ledger forget racing claims of the key). Nothing ran; retry with the same idempotency key in a moment.`,
+      { retryable: true },
+    );
   }
 
   /** Keeps a run this process won until its completion, which fills the replay cache from it. */
@@ -237,27 +297,32 @@ export class LedgerStore {
     const won = this.#won.get(completion.id);
     this.#won.delete(completion.id);
     const errorText = completion.error === null ? null : JSON.stringify(completion.error);
-    let done: { completed_at_ms: number; expires_in_ms: number } | undefined;
+    let done: ({ completed_at_ms: number; expires_in_ms: number } & CitusCompletion) | undefined;
+    const notify = this.#sql.notify;
     try {
-      const rows = await writeFenced<{ completed_at_ms: number; expires_in_ms: number }>(
+      const params = [
+        completion.runKey.tenant,
+        completion.runKey.tool,
+        completion.runKey.key,
+        completion.attempt,
+        completion.leaseOwner,
+        completion.status,
+        completion.final,
+        completion.resultJson,
+        errorText,
+        completion.ttlSeconds,
+        this.channel,
+      ];
+      // Citus's completion takes no channel: it leaves the notice to `#notifyWaiters`.
+      if (notify !== undefined) params.pop();
+      const rows = await writeFenced<{ completed_at_ms: number; expires_in_ms: number } & CitusCompletion>(
         client ?? this.#driver,
         this.#sql.complete,
-        [
-          completion.runKey.tenant,
-          completion.runKey.tool,
-          completion.runKey.key,
-          completion.attempt,
-          completion.leaseOwner,
-          completion.status,
-          completion.final,
-          completion.resultJson,
-          errorText,
-          completion.ttlSeconds,
-          this.channel,
-        ],
+        params,
         completion,
       );
       done = rows[0];
+      if (notify !== undefined && done?.waiters) await this.#notifyWaiters(notify, done.id!, client);
     } catch (error) {
       throw ledgerUnavailable(error, 'record the result');
     } finally {
@@ -276,6 +341,20 @@ export class LedgerStore {
       });
     }
     return completedAt;
+  }
+
+  /**
+   * Citus: wakes the waiters a completion found, with a notice sent on the coordinator, where they listen (see
+   * `citusCompleteSql`). Inside the handler's transaction the notice goes out at its commit, as the one-statement
+   * completion's does; an autocommit completion is saved already, so a notice that fails is dropped: waiters
+   * also wake on their backoff timer.
+   */
+  async #notifyWaiters(notify: string, runId: string, client: Queryable | undefined): Promise<void> {
+    if (client !== undefined) {
+      await client.query(notify, [this.channel, runId]);
+      return;
+    }
+    await this.#driver.query(notify, [this.channel, runId]).catch(() => {});
   }
 
   /**
@@ -382,7 +461,7 @@ export class LedgerStore {
   /** Where a purge starts: a sweep of the heap as it is now, in windows of `windowBlocks` (see purge-sweep.ts). */
   async startPurge(windowBlocks?: number): Promise<PurgeSweep> {
     try {
-      return await startPurge(this.#driver, this.#schema, windowBlocks);
+      return await startPurge(this.#driver, this.#schema, windowBlocks, this.#sql.distributed);
     } catch (error) {
       throw ledgerUnavailable(error, 'start a purge');
     }
@@ -414,6 +493,12 @@ function purgeBatchCanceled(error: unknown, batchSize: number): ToolLedgerError 
     `A purge batch of ${batchSize} rows ran past statementTimeoutSeconds and was canceled; it rolled back, and the batches before it stay purged. A batch reads at most ${(PURGE_WINDOW_BLOCKS * 8) / 1024} MB of the table and deletes at most ${batchSize} rows, so it most likely waited on a lock another session holds on the ledger table: find it in pg_locks, then call purgeExpired() again. If the server is only slow, pass a smaller batchSize or raise statementTimeoutSeconds. On PostgreSQL 13 a batch can read the whole table: upgrade to 14 or later, or use layout: 'partitioned'.`,
     { cause: error, retryable: true },
   );
+}
+
+/** What Citus's completion returns besides the common columns (see `citusCompleteSql`). */
+interface CitusCompletion {
+  readonly waiters?: boolean;
+  readonly id?: string;
 }
 
 /** Which attempt of which run, under whose lease: the fence every write of a running execution carries. */

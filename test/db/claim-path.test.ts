@@ -40,9 +40,9 @@ describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
   });
 
   it('a fresh key gets the same row from the bare insert as from the full claim', async () => {
-    const { driver, schema, done } = await open('path');
+    const { driver, schema, distributed, done } = await open('path');
     cleanup.push(done);
-    const store = new LedgerStore(driver, schema);
+    const store = new LedgerStore(driver, schema, undefined, 'table', distributed);
     expect(store.insertsFirst).toBe(true);
     const viaInsert = await store.claim(request('fresh-1', { jobId: 'job-1' }));
 
@@ -66,9 +66,9 @@ describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
   });
 
   it('a key that exists is judged by the full claim whichever statement goes first', async () => {
-    const { driver, schema, done } = await open('path');
+    const { driver, schema, distributed, done } = await open('path');
     cleanup.push(done);
-    const store = new LedgerStore(driver, schema);
+    const store = new LedgerStore(driver, schema, undefined, 'table', distributed);
     const first = await store.claim(request('held'));
     // A retryable failure: the next claim with the same user and parameters takes it over (attempt 2).
     await store.complete({
@@ -92,10 +92,10 @@ describe.each(rawDrivers)('the claim path on %s', (_name, open) => {
   });
 
   it("a completion's time is the Date a later read of the row gives, to the millisecond", async () => {
-    const { driver, schema, done } = await open('path');
+    const { driver, schema, distributed, done } = await open('path');
     cleanup.push(done);
-    const writer = new LedgerStore(driver, schema);
-    const reader = new LedgerStore(driver, schema);
+    const writer = new LedgerStore(driver, schema, undefined, 'table', distributed);
+    const reader = new LedgerStore(driver, schema, undefined, 'table', distributed);
     for (let i = 0; i < 30; i++) {
       const claimed = await writer.claim(request(`timed-${i}`));
       const completedAt = await writer.complete({

@@ -164,6 +164,10 @@ const claimHalves = (on: string): Record<string, Statement> => ({
 const HOT_PATH: Record<string, Statement> = {
   'the claim (and the replay read it is)': [sql.claimSql(schema), sql.claimParams(claim)],
   'the bare insert of a fresh key': [sql.insertRunSql(schema), sql.insertRunParams(claim)],
+  "Citus's claim of a key's row (test/citus/routing.test.ts plans it on Citus itself)": [
+    sql.claimExistingSql(schema),
+    sql.claimParams(claim),
+  ],
   ...claimHalves(schema),
   ...afterClaim(schema),
 };
@@ -194,6 +198,7 @@ const NOT_ROUTED = new Set([
 ]);
 const ROUTED = new Set([
   'claimSql',
+  'claimExistingSql',
   'claimFreshSql',
   'claimFoundSql',
   'claimLookupSql',

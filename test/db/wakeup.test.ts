@@ -30,8 +30,8 @@ describe.each(rawDrivers)('wake-up registration on %s', (_name, open) => {
   });
 
   it(`never loses a wake-up when a waiter races the completion (${ROUNDS} rounds)`, async () => {
-    const { driver, schema, done } = await open('wake');
-    const store = new LedgerStore(driver, schema);
+    const { driver, schema, distributed, done } = await open('wake');
+    const store = new LedgerStore(driver, schema, undefined, 'table', distributed);
     const notifier = new CompletionNotifier(store);
     cleanup.push(async () => {
       await notifier.close();
@@ -93,8 +93,8 @@ describe.each(rawDrivers)('wake-up registration on %s', (_name, open) => {
   }, 240_000);
 
   it('does not notify a completion nobody waits for', async () => {
-    const { driver, schema, done } = await open('wake');
-    const store = new LedgerStore(driver, schema);
+    const { driver, schema, distributed, done } = await open('wake');
+    const store = new LedgerStore(driver, schema, undefined, 'table', distributed);
     const notifier = new CompletionNotifier(store);
     cleanup.push(async () => {
       await notifier.close();

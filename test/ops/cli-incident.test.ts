@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, TEST_DISTRIBUTION, uniqueSchema } from '../support/db.js';
 import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
 
 /**
@@ -56,6 +56,7 @@ beforeAll(async () => {
     schema,
     waitSeconds: 0,
     telemetry: { keyHashSecret: secret },
+    ...TEST_DISTRIBUTION,
   });
   const note = ledger.tool({ name: 'write_note', kind: 'mutation', handler: async () => stored });
   await note.call({}, { tenant: 'acme', key: 'note-1', user: 'u_42' });

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger } from '../../src/index.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, TEST_DISTRIBUTION, uniqueSchema } from '../support/db.js';
 import { corpus, identifiers } from '../support/pii-corpus.js';
 import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
 
@@ -53,7 +53,12 @@ function inspect(run: number, json: boolean): string {
 
 beforeAll(async () => {
   ensureBuiltCli();
-  ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+  ledger = await createLedger({
+    connectionString: databaseUrl(),
+    schema,
+    telemetry: false,
+    ...TEST_DISTRIBUTION,
+  });
   const tool = ledger.tool({
     name: 'export_ids',
     kind: 'mutation',

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, OutcomeUnknownError } from '../../src/index.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, TEST_DISTRIBUTION, uniqueSchema } from '../support/db.js';
 import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
 
 // `tool-ledger list --status unknown` and `tool-ledger resolve` (issue 22): the real built binary against rows the
@@ -42,7 +42,12 @@ describe('settling unknown outcomes from the CLI', () => {
 
   beforeAll(async () => {
     ensureBuiltCli();
-    ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    ledger = await createLedger({
+      connectionString: databaseUrl(),
+      schema,
+      telemetry: false,
+      ...TEST_DISTRIBUTION,
+    });
     tool = chargeTool();
     for (const key of ['k-result', 'k-failed', 'k-rerun']) {
       await expect(tool.call({}, { key })).rejects.toMatchObject({ code: 'OUTCOME_UNKNOWN' });

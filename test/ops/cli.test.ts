@@ -7,7 +7,7 @@ import { deriveKey } from '../../src/contract/derive-key.js';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, TEST_DISTRIBUTION, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
 import { CLI_BIN, ensureBuiltCli } from './support/cli-build.js';
 import { ROOT } from './support/configs.js';
@@ -74,7 +74,12 @@ let ledger: Ledger;
 
 beforeAll(async () => {
   ensureBuiltCli();
-  ledger = await createLedger({ connectionString: databaseUrl(), schema, waitSeconds: 0 });
+  ledger = await createLedger({
+    connectionString: databaseUrl(),
+    schema,
+    waitSeconds: 0,
+    ...TEST_DISTRIBUTION,
+  });
   const invoice = ledger.tool({
     name: 'create_invoice',
     kind: 'mutation',
@@ -699,6 +704,7 @@ describe('issue 11: support hashes a raw key under the secret the service uses, 
       connectionString: databaseUrl(),
       schema: inSchema,
       telemetry: own.providers(),
+      ...TEST_DISTRIBUTION,
     });
     try {
       const tool = opened.tool({ name: 'refund', kind: 'mutation', handler: () => 'ok' });
@@ -761,6 +767,7 @@ describe('issue 11: support hashes a raw key under the secret the service uses, 
       connectionString: databaseUrl(),
       schema: rotated,
       telemetry: running.providers(),
+      ...TEST_DISTRIBUTION,
     });
     try {
       // Act: a dry run, then the rotation.

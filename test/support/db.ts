@@ -10,6 +10,15 @@ export function databaseUrl(): string {
   return url;
 }
 
+/**
+ * The Citus lane (scripts/test-citus.mjs) sets TOOL_LEDGER_TEST_DISTRIBUTE=1: `DATABASE_URL` is then a Citus
+ * coordinator, and every ledger the suites open on Postgres distributes its schema by tenant (`distribute: true`),
+ * so the suites run on distributed tables. Spread into a test's own `createLedger` options.
+ */
+export const TEST_DISTRIBUTION: { readonly distribute?: true } =
+  process.env.TOOL_LEDGER_TEST_DISTRIBUTE === '1' ? { distribute: true } : {};
+const DISTRIBUTED = TEST_DISTRIBUTION.distribute === true;
+
 /** A fresh schema name per test, so suites never see each other's rows. */
 export function uniqueSchema(prefix = 't'): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
@@ -44,6 +53,7 @@ export function postgresBackend(defaults: LedgerOptions = {}): Backend {
       const ledger = await createLedger({
         connectionString: databaseUrl(),
         telemetry: false,
+        ...(defaults.layout === 'partitioned' ? {} : TEST_DISTRIBUTION),
         ...defaults,
         ...options,
         schema,
@@ -94,7 +104,20 @@ export function partitionedPostgresBackend(): Backend {
   return postgresBackend({ layout: 'partitioned', partitionWidthSeconds: 3600 });
 }
 
-export const backends = [
-  ['postgres', postgresBackend],
-  ['pglite', pgliteBackend],
-] as const;
+/**
+ * The backends the contract suites run on. On the Citus lane only Postgres, the coordinator: PGlite and the
+ * partitioned layout (which Citus cannot distribute, see docs/operations.md) have nothing to show there.
+ */
+export const backends = (
+  DISTRIBUTED
+    ? [['postgres', postgresBackend]]
+    : [
+        ['postgres', postgresBackend],
+        ['pglite', pgliteBackend],
+      ]
+) as ReadonlyArray<readonly ['postgres' | 'pglite', () => Backend]>;
+
+/** The contract's layouts: `backends`, then the partitioned layout on Postgres but on the Citus lane. */
+export const layouts = (
+  DISTRIBUTED ? backends : [...backends, ['postgres, partitioned layout', partitionedPostgresBackend]]
+) as ReadonlyArray<readonly [string, () => Backend]>;

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Distribution } from '../../ledger/distribute.js';
 import { type PgPoolLike, pgDriver } from '../../ledger/drivers/pg.js';
 import { pgConnectOptions } from '../../ledger/drivers/pg-connect.js';
 import { applyMigrations } from '../../ledger/migrate.js';
@@ -14,6 +15,12 @@ import { connectionOf, positiveInt } from '../args.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, resolveConnection } from '../db.js';
+import {
+  checkDistributeFlags,
+  describeDistribution,
+  distributeAfterMigrations,
+  distributionSqlForDba,
+} from '../distribute.js';
 import { type Io, print } from '../io.js';
 
 export const name = 'migrate';
@@ -22,22 +29,26 @@ export const options = {
   'print-sql': { type: 'boolean', default: false },
   layout: { type: 'string' },
   'partition-width-seconds': { type: 'string' },
+  distribute: { type: 'boolean', default: false },
 } as const satisfies CommandOptions;
 
 export const help: CommandHelp = {
   rows: [
     {
-      usage: 'migrate [--print-sql] [--layout table|partitioned] [--partition-width-seconds N]',
+      usage:
+        'migrate [--print-sql] [--layout table|partitioned] [--partition-width-seconds N] [--distribute]',
       text: [
         'Apply pending migrations (or print the SQL for a DBA);',
         '--layout partitioned converts tool_runs to partitions',
-        'by expiry (default width 86400 s)',
+        'by expiry (default width 86400 s); --distribute then',
+        'distributes the schema by tenant on a Citus coordinator',
       ],
     },
   ],
   examples: [
     'DATABASE_URL=postgres://app@db:5432/app tool-ledger migrate',
     'tool-ledger migrate --print-sql --schema billing_ledger > ledger.sql',
+    'tool-ledger migrate --distribute',
   ],
 };
 
@@ -54,7 +65,9 @@ export function parse(args: Args, io: Io): MigrateOptions {
   if (args.str('partition-width-seconds') !== undefined && layout !== 'partitioned') {
     throw usageError('--partition-width-seconds goes with --layout partitioned.');
   }
+  if (args.flag('distribute')) checkDistributeFlags(layout);
   return {
+    distribute: args.flag('distribute'),
     printSql: args.flag('print-sql'),
     json: args.json,
     schema,
@@ -80,6 +93,8 @@ export interface MigrateOptions {
   connection: () => Connection;
   /** Undefined: the table layout, unless the schema is partitioned already (then its own migrations). */
   layout?: { readonly layout: Layout; readonly widthSeconds: number } | undefined;
+  /** Then distribute the schema with Citus (src/cli/distribute.ts). */
+  distribute?: boolean;
 }
 
 export async function run(io: Io, opts: MigrateOptions): Promise<number> {
@@ -87,7 +102,7 @@ export async function run(io: Io, opts: MigrateOptions): Promise<number> {
     io.out(
       opts.layout?.layout === 'partitioned'
         ? partitionedMigrationScript(opts.schema, opts.layout.widthSeconds)
-        : migrationScript(opts.schema),
+        : migrationScript(opts.schema) + (opts.distribute ? distributionSqlForDba(opts.schema) : ''),
     );
     return EXIT.OK;
   }
@@ -101,6 +116,7 @@ export async function run(io: Io, opts: MigrateOptions): Promise<number> {
     answerTimeoutMs: 0,
   });
   let applied: Array<number | string>;
+  let distribution: Distribution | undefined;
   try {
     const stored = await readStoredLayout(driver, connection.schema);
     if (stored?.layout === 'partitioned' && opts.layout?.layout === 'table') {
@@ -117,6 +133,7 @@ export async function run(io: Io, opts: MigrateOptions): Promise<number> {
     applied = wanted
       ? await applyLayoutMigrations(driver, connection.schema, wanted)
       : await applyMigrations(driver, connection.schema);
+    if (opts.distribute) distribution = await distributeAfterMigrations(driver, connection.schema);
     // Made here too, so a deployment whose application role may only read the settings table has its secret.
     await loadDeploymentSecret(driver, connection.schema);
   } catch (error) {
@@ -132,10 +149,13 @@ export async function run(io: Io, opts: MigrateOptions): Promise<number> {
   } finally {
     await driver.close().catch(() => {});
   }
-  print(io, opts.json, { schema: connection.schema, applied, version: LATEST_VERSION }, () =>
-    applied.length === 0
-      ? `Schema "${connection.schema}" is up to date (version ${LATEST_VERSION}).`
-      : `Applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')} to schema "${connection.schema}" (now at version ${LATEST_VERSION}).`,
+  print(io, opts.json, { schema: connection.schema, applied, version: LATEST_VERSION, distribution }, () =>
+    [
+      applied.length === 0
+        ? `Schema "${connection.schema}" is up to date (version ${LATEST_VERSION}).`
+        : `Applied migration${applied.length > 1 ? 's' : ''} ${applied.join(', ')} to schema "${connection.schema}" (now at version ${LATEST_VERSION}).`,
+      ...(distribution ? [describeDistribution(connection.schema, distribution)] : []),
+    ].join('\n'),
   );
   return EXIT.OK;
 }

@@ -1,9 +1,10 @@
+import { readStoredLayout } from '../../ledger/partitioned.js';
 import { purgeBatch, startPurge } from '../../ledger/purge.js';
 import { countExpiredSql, runsTable } from '../../ledger/sql.js';
 import { connectionOf, positiveInt } from '../args.js';
 import { EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
-import { type Connection, purgeConnection, requireLedgerTable } from '../db.js';
+import { type Connection, purgeConnection, queryable, requireLedgerTable } from '../db.js';
 import { plural } from '../format.js';
 import { type Io, print, withDb } from '../io.js';
 
@@ -55,7 +56,8 @@ export async function run(io: Io, opts: PurgeOptions): Promise<number> {
     if (opts.dryRun) return { expired, deleted: 0 };
     const connection = purgeConnection(db);
     let deleted = 0;
-    let sweep = await startPurge(connection, schema);
+    const distributed = (await readStoredLayout(queryable(db), schema))?.distributed === true;
+    let sweep = await startPurge(connection, schema, undefined, distributed);
     while (sweep.kind !== 'done') {
       const batch = await purgeBatch(connection, schema, opts.batchSize, sweep);
       deleted += batch.deleted;
