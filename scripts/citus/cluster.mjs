@@ -56,14 +56,14 @@ export function privateTree(install, dir) {
 }
 
 /**
- * Settings of every node: Citus loaded, no fsync (the cluster is thrown away), room for the suites' pools and the
- * connections Citus opens between nodes.
+ * Settings of every node: Citus loaded, no fsync (the cluster is thrown away; the OS keeps what a crashed server
+ * wrote), room for the suites' pools and the connections Citus opens between nodes. synchronous_commit stays on:
+ * a worker stopped like a crash (test/citus/worker-lost.test.ts) would otherwise lose commits the ledger reported.
  */
 const NODE_SETTINGS = {
   shared_preload_libraries: 'citus',
   fsync: 'off',
   full_page_writes: 'off',
-  synchronous_commit: 'off',
   max_connections: '300',
   shared_buffers: '64MB',
   // Between nodes on loopback, without TLS: Citus's default (sslmode=require) makes libpq look for a client

@@ -10,6 +10,7 @@ import type {
   UnknownOutcomeRule,
   UnknownRunContext,
 } from '../contract/types.js';
+import { classifyDriverError } from '../ledger/errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
 import { type Completion, fenceOf } from '../ledger/store.js';
 import { ENDING_RULES, type EndingKind } from './endings.js';
@@ -109,9 +110,11 @@ export function createExecutor(settings: ExecutorSettings): Execute {
     // The store's own message says nothing was decided, which stopped being true when the handler ran.
     const driverError = error instanceof ToolLedgerError && error.cause !== undefined ? error.cause : error;
     const detail = driverError instanceof Error ? driverError.message : String(driverError);
+    // A failure that no wait mends (a privilege, a statement Citus refuses) says what to fix first.
+    const { fix } = classifyDriverError(driverError);
     return new ToolLedgerError(
       'LEDGER_UNAVAILABLE',
-      `Tool "${name}" ran, but the database failed while saving its result (${detail}). This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it; do not use a new key, or the action may run twice.`,
+      `Tool "${name}" ran, but the database failed while saving its result (${detail}).${fix ? ` ${fix}.` : ''} This process keeps the result and saves it as soon as the database answers. Retry with the same key to get it; do not use a new key, or the action may run twice.`,
       { cause: error, retryable: true },
     );
   };

@@ -17,6 +17,7 @@ describe('resolveConfig', () => {
       waitSeconds: 10,
     });
     expect(config.database).toEqual({ kind: 'pglite', pglite: undefined });
+    expect(config.distribute).toBe(false);
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -85,6 +86,13 @@ describe('resolveConfig', () => {
     [{ connectionString: 'definitely not a url' }, /connection string/],
     [{ connectionString: 'postgres://a:1,b:2,c:3/db?port=1,2' }, /3 hosts and 2 ports/],
     [{ connectionString: 'postgres://a:1,b:x/db' }, /port "x"/],
+    [{ pglite: 'memory://', distribute: true }, /distribute: true needs a Citus coordinator; PGlite/],
+    [{ connectionString: 'postgres://a/db', distribute: true, migrate: false }, /migrate --distribute/],
+    [
+      { connectionString: 'postgres://a/db', distribute: true, layout: 'partitioned' },
+      /partitioned layout cannot be distributed with Citus/,
+    ],
+    [{ connectionString: 'postgres://a/db', distribute: 'yes' }, /distribute must be true or false/],
   ])('refuses %o with CONFIG_INVALID', (options, message) => {
     expect(() => resolveConfig(options as never, {})).toThrow(message);
     try {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './configs.js';
@@ -28,4 +28,20 @@ export function ensureBuiltCli(): void {
       stdio: 'pipe',
     },
   );
+}
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the built CLI with `args`, `DATABASE_URL` set to `databaseUrl`, bounded in time. */
+export function runCli(args: readonly string[], databaseUrl: string): CliRun {
+  const r = spawnSync(process.execPath, [CLI_BIN, ...args], {
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }

@@ -69,6 +69,39 @@ describe('driver error classification', () => {
     );
   });
 
+  it.each([
+    'non-IMMUTABLE functions are not allowed in CASE or COALESCE statements',
+    'could not create distributed plan',
+    'functions used in the DO UPDATE SET clause of INSERTs on distributed tables must be marked IMMUTABLE',
+    'STABLE functions used in UPDATE queries cannot be called with column references',
+    "Router planner doesn't support VOLATILE functions in common table expressions.",
+  ])(
+    "tells Citus's refusal %j apart from a server too old, and says to distribute through the ledger",
+    (text) => {
+      const error = ledgerUnavailable(withCode(text, '0A000'), 'record the result');
+      expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE', retryable: false });
+      expect(error.message).toMatch(/Citus refused a ledger statement.*tool-ledger migrate --distribute/);
+      expect(error.message).not.toMatch(/PostgreSQL 13 or later|preparedStatements/);
+    },
+  );
+
+  it("keeps the old advice for PostgreSQL's own feature refusals", () => {
+    expect(ledgerUnavailable(withCode('MERGE is not supported', '0A000'), 'claim').message).toMatch(
+      /PostgreSQL 13 or later/,
+    );
+  });
+
+  it('says a Citus worker was lost when the coordinator reports it, retryable, outcome unknown', () => {
+    const lost = withCode(
+      'connection to the remote node postgres@10.0.0.7:5432 failed with the following error: Connection refused',
+      '08006',
+    );
+    expect(classifyDriverError(lost)).toMatchObject({ retryable: true, outcomeUnknown: true });
+    expect(ledgerUnavailable(lost, 'claim the idempotency key').message).toMatch(
+      /could not reach the worker that holds this tenant's shard.*tenants on other workers are not affected; retry with the same idempotency key/,
+    );
+  });
+
   it('keeps a ToolLedgerError as it is', () => {
     const original = new ToolLedgerError('LEASE_LOST', 'lost');
     expect(ledgerUnavailable(original, 'claim')).toBe(original);
