@@ -1,5 +1,5 @@
 import { migrationLockSql, quoteLiteral } from './migrations.js';
-import { epochMs, expired, KEY_FENCE, msUntil, quoteIdent, runsTable, settingsTable } from './sql.js';
+import { expired, KEY_FENCE, quoteIdent, runsTable, settingsTable } from './sql.js';
 
 /**
  * The SQL of a ledger distributed by tenant with Citus (`distribute: true`, `tool-ledger migrate --distribute`):
@@ -70,27 +70,31 @@ ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
 }
 
 /**
- * The fenced completion on Citus: `completeSql` reading the clock once (a `MATERIALIZED` CTE, which the planner
- * keeps as it is, so the expiry rule's `CASE` compares columns only), and without the notice, which would fire on
- * the worker that holds the shard, where no one listens: it returns `waiters` and the store notifies on the
- * coordinator (`notifySql`). The same parameters but the channel ($1 to $10) and the partition scope, which Citus
- * does not have.
+ * The fenced completion on Citus, of a run within its TTL: `completeSql`'s rule that keeps the expiry, as a
+ * condition instead of a `CASE` (Citus refuses `now()` and `timestamptz + interval` in a `CASE` of a write: it
+ * evaluates them on the coordinator before it routes the statement, and a `CASE` might not evaluate them all). A
+ * plain single-row update, which Citus plans on its fast path. No row back: the fence refused it, or the run
+ * outlasted its TTL (`citusLateCompleteSql`). It returns the times as written (Citus refuses a function that is
+ * not immutable in `RETURNING`, so the store takes their difference), and `waiters`: the notice would fire on the
+ * worker, where no one listens, so the store sends it on the coordinator (`notifySql`). The fence's $1 to $5, then
+ * $6 status, $7 final, $8 result json, $9 error json.
  */
 export function citusCompleteSql(schema: string): string {
-  return `WITH clock AS MATERIALIZED (
-  SELECT now() AS at, now() + make_interval(secs => $10::float8) AS expiry_after
-), done AS (
-  UPDATE ${runsTable(schema)} SET status = $6::text, final = $7::boolean, result_json = $8::json,
-    error_json = $9::jsonb, lease_owner = NULL, lease_expires_at = NULL, completed_at = clock.at, updated_at = clock.at,
-    expires_at = CASE WHEN expires_at > clock.at THEN expires_at ELSE clock.expiry_after END
-  FROM clock
-  WHERE ${KEY_FENCE}
-  RETURNING id, completed_at, expires_at, waiters
-)
-SELECT ${epochMs('completed_at')} AS completed_at_ms, ${msUntil('expires_at')} AS expires_in_ms, waiters,
-  id::text AS id
-FROM done`;
+  return `UPDATE ${runsTable(schema)} SET ${COMPLETION}
+WHERE ${KEY_FENCE} AND expires_at > now()
+RETURNING ${COMPLETED}`;
 }
+
+/** The completion of a run that outlasted its TTL: its expiry moves to `ttlSeconds` after now. $10 ttl seconds. */
+export function citusLateCompleteSql(schema: string): string {
+  return `UPDATE ${runsTable(schema)} SET ${COMPLETION}, expires_at = now() + make_interval(secs => $10::float8)
+WHERE ${KEY_FENCE} AND expires_at <= now()
+RETURNING ${COMPLETED}`;
+}
+
+const COMPLETION = `status = $6::text, final = $7::boolean, result_json = $8::json, error_json = $9::jsonb,
+  lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()`;
+const COMPLETED = 'id::text AS id, completed_at, expires_at, waiters';
 
 /** Wakes a completed run's waiters, on the coordinator, where they listen. $1 channel, $2 run id. */
 export function notifySql(): string {

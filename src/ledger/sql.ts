@@ -135,14 +135,33 @@ export function insertRunParams(fields: ClaimFields): unknown[] {
   return valuesOf(fields, FRESH_RUN_NAMES);
 }
 
+/** What the claim's rules and its read (`claimReadSql`) judge a row by, and their types. */
+const READ_TYPES = {
+  tenant: 'text',
+  tool: 'text',
+  key: 'text',
+  user: 'text',
+  paramsHash: 'text',
+  allowLeaseTakeover: 'boolean',
+  wouldWait: 'boolean',
+} as const satisfies Partial<Record<keyof ClaimFields, string>>;
+type JudgedPlaceholders = Placeholders<typeof READ_TYPES>;
+const READ = placeholders(READ_TYPES);
+const READ_NAMES = Object.freeze(Object.keys(READ_TYPES) as (keyof typeof READ_TYPES)[]);
+
+/** The parameters of `claimReadSql`. */
+export function claimReadParams(fields: ClaimFields): unknown[] {
+  return valuesOf(fields, READ_NAMES);
+}
+
 /**
  * The rules of the claim in one place: a row the claim takes over (expired, a retryable failure, or a lapsed lease
  * when takeovers are allowed) for the same user and parameters. TypeScript reads the result as `takeover_due`.
  */
-const TAKEOVER = (alias: string) => `(${expired(alias)}
-    OR (${alias}.parameter_hash = ${CLAIM.paramsHash} AND ${alias}.user_id IS NOT DISTINCT FROM ${CLAIM.user} AND (
+const TAKEOVER = (alias: string, p: JudgedPlaceholders = CLAIM) => `(${expired(alias)}
+    OR (${alias}.parameter_hash = ${p.paramsHash} AND ${alias}.user_id IS NOT DISTINCT FROM ${p.user} AND (
       (${alias}.status = 'failed' AND NOT ${alias}.final)
-      OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND ${CLAIM.allowLeaseTakeover})
+      OR (${alias}.status = 'in_progress' AND ${alias}.lease_expires_at <= now() AND ${p.allowLeaseTakeover})
     )))`;
 
 /**
@@ -150,11 +169,11 @@ const TAKEOVER = (alias: string) => `(${expired(alias)}
  * `Date` (so a `Date` built from it equals the one a later read of the column gives), and a float8 the driver reads
  * as a number without the date parser, which is dearer.
  */
-export const epochMs = (column: string) =>
+const epochMs = (column: string) =>
   `round(extract(epoch FROM date_trunc('milliseconds', ${column})) * 1000)::float8`;
 
 /** Milliseconds from the database's `now()` to a timestamp: a float8 the driver reads as a number. */
-export const msUntil = (column: string) => `date_part('epoch', ${column} - now()) * 1000`;
+const msUntil = (column: string) => `date_part('epoch', ${column} - now()) * 1000`;
 
 /**
  * What every read returns of a row, in the shape `RunRow` expects, with the lease flag SQL decides so TypeScript
@@ -171,8 +190,8 @@ const RUN_COLUMNS = (
  * The claimed key's row, found by its primary key (migration 8) through the parameters rather than a join column,
  * so every part of the claim names the tenant as a constant and a sharded deployment routes it to one shard.
  */
-const CLAIMED_ROW = (a: string) =>
-  `${a}.tenant_id = ${CLAIM.tenant} AND ${a}.tool_name = ${CLAIM.tool} AND ${a}.idempotency_key = ${CLAIM.key}`;
+const CLAIMED_ROW = (a: string, p: JudgedPlaceholders = CLAIM) =>
+  `${a}.tenant_id = ${p.tenant} AND ${a}.tool_name = ${p.tool} AND ${a}.idempotency_key = ${p.key}`;
 
 /** The fresh run's columns and the values the claim and the bare insert give them. */
 const FRESH_RUN_COLUMNS = `tenant_id, tool_name, idempotency_key, user_id, parameter_hash, status, attempt,
@@ -326,6 +345,24 @@ export function claimExistingSql(schema: string): string {
 ${TAKEN_BRANCH(false)}
 UNION ALL
 ${EXISTING_BRANCH(false)}`;
+}
+
+/**
+ * Citus's read of a key's row before its claim: one plain look-up by the key, which Citus routes on its fast path
+ * (a replay cost 0.3 ms there, against 2-3 ms for `claimExistingSql`, whose writing CTEs it plans in full every
+ * time). It answers `claimExistingSql`'s columns for the row as they stand, and `decisive`: whether the claim
+ * would answer the same, because it would neither take the row over (`TAKEOVER`) nor register a waiter on it, as
+ * for a completed result, a final failure, an unknown outcome, another caller's parameters, or a run in flight for
+ * a caller that would not wait. Otherwise the store sends the claim. No row: the key is free.
+ * Parameters: `claimReadParams(fields)`.
+ */
+export function claimReadSql(schema: string): string {
+  return `SELECT 'existing' AS claim, ${RUN_COLUMNS('r')}, false AS takeover_due, false AS waiting,
+  CASE WHEN r.status = 'in_progress' THEN r.steps END AS steps,
+  CASE WHEN r.status = 'in_progress' THEN r.step_token END AS step_token, false AS lapsed,
+  NOT (${TAKEOVER('r', READ)} OR (${READ.wouldWait} AND ${leaseLive('r')} AND r.parameter_hash = ${READ.paramsHash}
+    AND r.user_id IS NOT DISTINCT FROM ${READ.user})) AS decisive
+FROM ${runsTable(schema)} r WHERE ${CLAIMED_ROW('r', READ)}`;
 }
 
 export function claimFoundSql(schema: string, narrow: ClaimNarrowing): string {

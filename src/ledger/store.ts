@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { ToolLedgerError } from '../contract/errors.js';
 import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
-import { citusCompleteSql, citusFinishStepSql, notifySql } from './citus-sql.js';
+import { citusCompleteSql, citusFinishStepSql, citusLateCompleteSql, notifySql } from './citus-sql.js';
 import { ClaimPath } from './claim-path.js';
 import type { Driver } from './driver.js';
 import { classifyDriverError, ledgerUnavailable } from './errors.js';
@@ -17,6 +17,8 @@ import {
   type ClaimFields,
   claimExistingSql,
   claimParams,
+  claimReadParams,
+  claimReadSql,
   claimSql,
   completeSql,
   type FenceScope,
@@ -68,13 +70,15 @@ function statements(schema: string, layout: Layout, distributed: boolean) {
       : distributed
         ? claimExistingSql(schema)
         : claimSql(schema),
-    /** The claim finds a key's row but never inserts one (Citus): a key without a row takes the insert. */
-    claimOnlyFinds: distributed,
+    /** Citus: the read of a key's row, and the claim in steps that starts with it (`#claimInSteps`). */
+    read: distributed ? claimReadSql(schema) : undefined,
     insert: partitioned ? undefined : insertRunSql(schema),
     maintain: partitioned ? maintainSql(schema) : undefined,
-    complete: distributed ? byKey(citusCompleteSql(schema)) : fenced(completeSql),
-    /** The completion returns its waiters instead of notifying them (Citus): the store sends `notify`. */
-    notify: distributed ? notifySql() : undefined,
+    complete: fenced(completeSql),
+    /** Citus: the completion in its two cases, and the notice the store sends itself (`#completeOnCitus`). */
+    citusComplete: distributed
+      ? { inTime: citusCompleteSql(schema), late: citusLateCompleteSql(schema), notify: notifySql() }
+      : undefined,
     renew: fenced(renewLeaseSql),
     conflict: recordConflictSql(schema),
     findJob: findJobSql(schema),
@@ -200,6 +204,8 @@ export class LedgerStore {
     const sentAt = performance.now();
     // One async frame for the whole claim, the driver awaited here: a frame per layer costs every call a promise.
     try {
+      const read = this.#sql.read;
+      if (read !== undefined) return await this.#claimInSteps(request, keyText, sentAt, read);
       const insertSql = this.#sql.insert;
       const triedInsert = insertSql !== undefined && this.#path.insertFirst;
       if (triedInsert) {
@@ -212,55 +218,6 @@ export class LedgerStore {
         this.#path.found(inserted.length === 0);
         if (inserted[0]) return this.#track(keyText, freshRun(inserted[0].id, request));
       }
-      let rows = await this.#run<Record<string, unknown>>(
-        this.#driver,
-        this.#sql.claim,
-        claimParams(request),
-        'claim the idempotency key',
-        undefined,
-        undefined,
-      );
-      if (rows.length === 0 && this.#sql.claimOnlyFinds) {
-        const inserted = await this.#insertAfterFind(request);
-        if (inserted.kind === 'inserted') return this.#track(keyText, inserted.row);
-        rows = inserted.rows;
-      }
-      // The key travels with the row for the writes that follow; the request is that key already, not a copy.
-      if (rows[0]) rows[0].runKey = request;
-      const row = rows[0] ? asRow<ClaimRow>(rows[0]) : undefined;
-      if (!triedInsert && row) this.#path.found(row.claim !== 'inserted');
-      if (row?.claim === 'existing') {
-        if (this.#cache.enabled) this.#cache.remember(keyText, row, sentAt);
-        return row;
-      }
-      return row ? this.#track(keyText, row) : undefined;
-    } finally {
-      // One operation however many statements it took, so the histogram counts claims.
-      timer?.('claim', (performance.now() - sentAt) / 1000);
-    }
-  }
-
-  /**
-   * Citus's claim found no row: the key is free, so insert it; no row inserted means another caller's row came
-   * meanwhile, so find that one. A row that comes and goes between the two every time (a purge or `forget` racing
-   * claims of one key) ends after `CLAIM_TRIES` rounds with a retryable error, nothing run.
-   */
-  async #insertAfterFind(
-    request: ClaimRequest,
-  ): Promise<{ kind: 'inserted'; row: ClaimRow } | { kind: 'found'; rows: Record<string, unknown>[] }> {
-    for (let round = 0; round < CLAIM_TRIES; round++) {
-      const inserted = await this.#run<{ id: string }>(
-        this.#driver,
-        this.#sql.insert!,
-        insertRunParams(request),
-        'claim the idempotency key',
-        undefined,
-        undefined,
-      );
-      if (inserted[0]) {
-        this.#path.found(false);
-        return { kind: 'inserted', row: freshRun(inserted[0].id, request) };
-      }
       const rows = await this.#run<Record<string, unknown>>(
         this.#driver,
         this.#sql.claim,
@@ -269,7 +226,85 @@ export class LedgerStore {
         undefined,
         undefined,
       );
-      if (rows.length > 0) return { kind: 'found', rows };
+      const row = this.#settle(rows, request, keyText, sentAt);
+      if (!triedInsert && row) this.#path.found(row.claim !== 'inserted');
+      return row;
+    } finally {
+      // One operation however many statements it took, so the histogram counts claims.
+      timer?.('claim', (performance.now() - sentAt) / 1000);
+    }
+  }
+
+  /**
+   * The row a claim statement answered, as the caller gets it: with its key, which travels with it to the writes
+   * that follow (the request is that key already, not a copy), remembered for replays when it is another's, and
+   * tracked until its completion when this claim won it.
+   */
+  #settle(
+    rows: Record<string, unknown>[],
+    request: ClaimRequest,
+    keyText: string,
+    sentAt: number,
+  ): ClaimRow | undefined {
+    if (!rows[0]) return undefined;
+    rows[0].runKey = request;
+    const row = asRow<ClaimRow>(rows[0]);
+    if (row.claim !== 'existing') return this.#track(keyText, row);
+    if (this.#cache.enabled) this.#cache.remember(keyText, row, sentAt);
+    return row;
+  }
+
+  /**
+   * Citus's claim, in statements Citus routes to the tenant's shard (see `statements`): the insert of a fresh key,
+   * or the read of the key's row, first as `ClaimPath` predicts; the read answers alone when it is `decisive` (a
+   * replay, a conflict), else the claim (`claimExistingSql`) takes the row over or registers the waiter. A key whose
+   * row is gone by the claim, or one another caller inserts between the read and the insert, goes round again; a
+   * row that comes and goes every time (a purge or `forget` racing claims of one key) ends after `CLAIM_TRIES`
+   * rounds with a retryable error, nothing run.
+   */
+  async #claimInSteps(
+    request: ClaimRequest,
+    keyText: string,
+    sentAt: number,
+    read: string,
+  ): Promise<ClaimRow | undefined> {
+    const doing = 'claim the idempotency key';
+    let insertNext = this.#path.insertFirst;
+    for (let round = 0; round < CLAIM_TRIES; round++) {
+      if (insertNext) {
+        const inserted = await this.#run<{ id: string }>(
+          this.#driver,
+          this.#sql.insert!,
+          insertRunParams(request),
+          doing,
+          undefined,
+          undefined,
+        );
+        if (round === 0) this.#path.found(inserted.length === 0);
+        if (inserted[0]) return this.#track(keyText, freshRun(inserted[0].id, request));
+      }
+      let rows = await this.#run<{ decisive: boolean }>(
+        this.#driver,
+        read,
+        claimReadParams(request),
+        doing,
+        undefined,
+        undefined,
+      );
+      if (round === 0 && !insertNext) this.#path.found(rows.length > 0);
+      if (rows[0] && !rows[0].decisive) {
+        rows = await this.#run(
+          this.#driver,
+          this.#sql.claim,
+          claimParams(request),
+          doing,
+          undefined,
+          undefined,
+        );
+      }
+      if (rows[0])
+        return this.#settle(rows as unknown as Record<string, unknown>[], request, keyText, sentAt);
+      insertNext = true;
     }
     throw new ToolLedgerError(
       'LEDGER_UNAVAILABLE',
@@ -297,32 +332,31 @@ export class LedgerStore {
     const won = this.#won.get(completion.id);
     this.#won.delete(completion.id);
     const errorText = completion.error === null ? null : JSON.stringify(completion.error);
-    let done: ({ completed_at_ms: number; expires_in_ms: number } & CitusCompletion) | undefined;
-    const notify = this.#sql.notify;
+    let done: { completed_at_ms: number; expires_in_ms: number } | undefined;
     try {
-      const params = [
-        completion.runKey.tenant,
-        completion.runKey.tool,
-        completion.runKey.key,
-        completion.attempt,
-        completion.leaseOwner,
-        completion.status,
-        completion.final,
-        completion.resultJson,
-        errorText,
-        completion.ttlSeconds,
-        this.channel,
-      ];
-      // Citus's completion takes no channel: it leaves the notice to `#notifyWaiters`.
-      if (notify !== undefined) params.pop();
-      const rows = await writeFenced<{ completed_at_ms: number; expires_in_ms: number } & CitusCompletion>(
-        client ?? this.#driver,
-        this.#sql.complete,
-        params,
-        completion,
-      );
-      done = rows[0];
-      if (notify !== undefined && done?.waiters) await this.#notifyWaiters(notify, done.id!, client);
+      const citus = this.#sql.citusComplete;
+      if (citus !== undefined) done = await this.#completeOnCitus(citus, completion, errorText, client);
+      else {
+        const rows = await writeFenced<{ completed_at_ms: number; expires_in_ms: number }>(
+          client ?? this.#driver,
+          this.#sql.complete,
+          [
+            completion.runKey.tenant,
+            completion.runKey.tool,
+            completion.runKey.key,
+            completion.attempt,
+            completion.leaseOwner,
+            completion.status,
+            completion.final,
+            completion.resultJson,
+            errorText,
+            completion.ttlSeconds,
+            this.channel,
+          ],
+          completion,
+        );
+        done = rows[0];
+      }
     } catch (error) {
       throw ledgerUnavailable(error, 'record the result');
     } finally {
@@ -344,17 +378,38 @@ export class LedgerStore {
   }
 
   /**
-   * Citus: wakes the waiters a completion found, with a notice sent on the coordinator, where they listen (see
-   * `citusCompleteSql`). Inside the handler's transaction the notice goes out at its commit, as the one-statement
-   * completion's does; an autocommit completion is saved already, so a notice that fails is dropped: waiters
-   * also wake on their backoff timer.
+   * Citus's completion (see `citusCompleteSql`): the completion of a run within its TTL, which keeps the expiry;
+   * when that finds no row, the one that outlasted its TTL, which moves it; then the notice to waiters, if any
+   * registered, sent on the coordinator, where they listen. Inside the handler's transaction the notice goes out at
+   * its commit, as the one-statement completion's does; an autocommit completion is saved already, so a notice that
+   * fails is dropped: waiters also wake on their backoff timer.
    */
-  async #notifyWaiters(notify: string, runId: string, client: Queryable | undefined): Promise<void> {
-    if (client !== undefined) {
-      await client.query(notify, [this.channel, runId]);
-      return;
+  async #completeOnCitus(
+    sql: CitusCompletionSql,
+    completion: Completion,
+    errorText: string | null,
+    client: Queryable | undefined,
+  ): Promise<{ completed_at_ms: number; expires_in_ms: number } | undefined> {
+    const db = client ?? this.#driver;
+    const params = [
+      ...fenceParams(completion),
+      completion.status,
+      completion.final,
+      completion.resultJson,
+      errorText,
+    ];
+    let rows = (await db.query<CitusCompletion>(sql.inTime, params)).rows;
+    if (rows.length === 0)
+      rows = (await db.query<CitusCompletion>(sql.late, [...params, completion.ttlSeconds])).rows;
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    if (row.waiters) {
+      const notice = db.query(sql.notify, [this.channel, row.id]);
+      await (client === undefined ? notice.catch(() => {}) : notice);
     }
-    await this.#driver.query(notify, [this.channel, runId]).catch(() => {});
+    // Both times are the database's, from the same statement: the expiry left is their difference.
+    const completedMs = row.completed_at.getTime();
+    return { completed_at_ms: completedMs, expires_in_ms: row.expires_at.getTime() - completedMs };
   }
 
   /**
@@ -495,10 +550,19 @@ function purgeBatchCanceled(error: unknown, batchSize: number): ToolLedgerError 
   );
 }
 
-/** What Citus's completion returns besides the common columns (see `citusCompleteSql`). */
+/** Citus's completion: within the TTL, past it, and the notice (see `citusCompleteSql`). */
+interface CitusCompletionSql {
+  readonly inTime: string;
+  readonly late: string;
+  readonly notify: string;
+}
+
+/** What Citus's completion returns: the times as the database wrote them, and whether anyone waits. */
 interface CitusCompletion {
-  readonly waiters?: boolean;
-  readonly id?: string;
+  readonly id: string;
+  readonly completed_at: Date;
+  readonly expires_at: Date;
+  readonly waiters: boolean;
 }
 
 /** Which attempt of which run, under whose lease: the fence every write of a running execution carries. */

@@ -42,10 +42,18 @@ type Statement = [text: string, params: unknown[]];
 
 /** What the store sends on a distributed schema in a call, with its parameters (see `statements()` in store.ts). */
 const HOT_PATH: Record<string, Statement> = {
-  'the claim of a key (and the replay read it is)': [sql.claimExistingSql(schema), sql.claimParams(claim)],
+  "the read of a key's row (a replay, when it is decisive)": [
+    sql.claimReadSql(schema),
+    sql.claimReadParams(claim),
+  ],
+  'the claim of a row to take over or wait on': [sql.claimExistingSql(schema), sql.claimParams(claim)],
   'the insert of a fresh key': [sql.insertRunSql(schema), sql.insertRunParams(claim)],
   'the fenced completion': [
     citus.citusCompleteSql(schema),
+    [...fence, 'succeeded', false, '{"ok":true}', null],
+  ],
+  'the fenced completion of a run that outlasted its TTL': [
+    citus.citusLateCompleteSql(schema),
     [...fence, 'succeeded', false, '{"ok":true}', null, 86400],
   ],
   'a lease renewal': [sql.renewLeaseSql(schema, 'key'), [...fence, 30]],
@@ -56,7 +64,7 @@ const HOT_PATH: Record<string, Statement> = {
 };
 
 /** citus-sql.ts's statements, placed: a call's (above), the coordinator's own, and the administrator's. */
-const CALL = new Set(['citusCompleteSql', 'citusFinishStepSql']);
+const CALL = new Set(['citusCompleteSql', 'citusLateCompleteSql', 'citusFinishStepSql']);
 /** The notice to waiters: a function call on the coordinator, which touches no table. */
 const COORDINATOR = new Set(['notifySql']);
 /** Distribution and the purge, which visit every shard (or none) by design. */

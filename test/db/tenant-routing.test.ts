@@ -168,6 +168,7 @@ const HOT_PATH: Record<string, Statement> = {
     sql.claimExistingSql(schema),
     sql.claimParams(claim),
   ],
+  "Citus's read of a key's row before its claim": [sql.claimReadSql(schema), sql.claimReadParams(claim)],
   ...claimHalves(schema),
   ...afterClaim(schema),
 };
@@ -199,6 +200,7 @@ const NOT_ROUTED = new Set([
 const ROUTED = new Set([
   'claimSql',
   'claimExistingSql',
+  'claimReadSql',
   'claimFreshSql',
   'claimFoundSql',
   'claimLookupSql',
