@@ -47,6 +47,8 @@ export const LEFT_OUT = {
     "the stand-in on Postgres' own hash partitions; test/citus/routing.test.ts plans every statement on Citus itself",
   'test/db/migrations-and-outages.test.ts':
     'migrations from earlier versions on local tables and a flaky pool; test/citus/distribute.test.ts runs a migration through the coordinator and test/citus/worker-lost.test.ts the outage of a worker',
+  'test/db/distribute.test.ts':
+    'distribution refused on a server without Citus; test/citus/distribute.test.ts here',
   'test/db/sharp-edges.test.ts': 'PGlite only',
   'test/db/pglite-template.test.ts': 'PGlite only',
   'test/db/multi-host-url.test.ts': 'connection strings, not tables',

@@ -147,7 +147,7 @@ COMMENT ON TABLE ${r} IS 'tool-ledger: unknown outcomes settled by tool-ledger r
     version: 8,
     name: 'tool_runs_tenant_key',
     // The key becomes the primary key. It starts with the tenant, as every unique constraint must for a table
-    // distributed by tenant (Citus, docs/operations.md "Past one Postgres"), and every hot-path statement names it.
+    // distributed by tenant (Citus, docs/operations.md "Distributing by tenant"), and every hot-path statement names it.
     // A first execution's insert then adds two index entries instead of three: the `id` index goes (ids stay, for
     // support and the audits, drawn from the same identity) and the expiry B-tree becomes a BRIN, which an insert
     // of a range not yet summarized does not touch. Expiry grows with insertion order (the TTL counts from the

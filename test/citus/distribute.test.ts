@@ -138,6 +138,37 @@ describe('distributing a ledger with Citus', () => {
     expect(await placements(schema)).toEqual(DISTRIBUTED);
   });
 
+  it('distributes a ledger already in use: its runs move into the shards and replay', async () => {
+    const schema = fresh();
+    const before = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    const tenants = ['acme', 'globex', 'initech', 'umbrella'];
+    try {
+      const tool = before.tool({
+        name: 'ping',
+        kind: 'mutation',
+        handler: (_: unknown, ctx) => ({ by: ctx.attempt }),
+      });
+      for (const tenant of tenants) await tool.call({}, { tenant, key: 'before' });
+    } finally {
+      await before.close();
+    }
+    const r = runCli(['migrate', '--distribute', '--schema', schema], databaseUrl());
+    expect(r.code, r.stderr).toBe(0);
+    expect(await placements(schema)).toEqual(DISTRIBUTED);
+    const after = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    try {
+      const tool = after.tool({ name: 'ping', kind: 'mutation', handler: () => ({ by: 'again' }) });
+      for (const tenant of tenants) {
+        expect(await tool.invoke({}, { tenant, key: 'before' })).toMatchObject({
+          outcome: 'replayed',
+          value: { by: 1 },
+        });
+      }
+    } finally {
+      await after.close();
+    }
+  });
+
   it('distributes by the script a DBA applies by hand (migrate --print-sql --distribute), twice without harm', async () => {
     const schema = fresh();
     const r = runCli(['migrate', '--print-sql', '--distribute', '--schema', schema], databaseUrl());
