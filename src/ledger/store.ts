@@ -3,12 +3,13 @@ import { hostname } from 'node:os';
 import { ToolLedgerError } from '../contract/errors.js';
 import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
-import { citusCompleteSql, citusFinishStepSql, citusLateCompleteSql, notifySql } from './citus-sql.js';
+import { citusFinishStepSql } from './citus-sql.js';
+import { citusStatements, claimInSteps, completeOnCitus, type RunStatement } from './citus-store.js';
 import { ClaimPath } from './claim-path.js';
 import type { Driver } from './driver.js';
 import { classifyDriverError, ledgerUnavailable } from './errors.js';
 import type { Layout } from './partitioned.js';
-import { CLAIM_TRIES, maintainSql, partitionedClaimSql } from './partitioned-sql.js';
+import { maintainSql, partitionedClaimSql } from './partitioned-sql.js';
 import { purgeBatch, startPurge } from './purge.js';
 import { PURGE_WINDOW_BLOCKS, type PurgeSweep } from './purge-sweep.js';
 import { cacheKey, ResultCache, type ResultCacheLimits } from './result-cache.js';
@@ -17,8 +18,6 @@ import {
   type ClaimFields,
   claimExistingSql,
   claimParams,
-  claimReadParams,
-  claimReadSql,
   claimSql,
   completeSql,
   type FenceScope,
@@ -70,15 +69,11 @@ function statements(schema: string, layout: Layout, distributed: boolean) {
       : distributed
         ? claimExistingSql(schema)
         : claimSql(schema),
-    /** Citus: the read of a key's row, and the claim in steps that starts with it (`#claimInSteps`). */
-    read: distributed ? claimReadSql(schema) : undefined,
+    /** Citus's claim and completion (citus-store.ts), instead of `claim` and `complete`. */
+    citus: distributed ? citusStatements(schema) : undefined,
     insert: partitioned ? undefined : insertRunSql(schema),
     maintain: partitioned ? maintainSql(schema) : undefined,
     complete: fenced(completeSql),
-    /** Citus: the completion in its two cases, and the notice the store sends itself (`#completeOnCitus`). */
-    citusComplete: distributed
-      ? { inTime: citusCompleteSql(schema), late: citusLateCompleteSql(schema), notify: notifySql() }
-      : undefined,
     renew: fenced(renewLeaseSql),
     conflict: recordConflictSql(schema),
     findJob: findJobSql(schema),
@@ -204,8 +199,13 @@ export class LedgerStore {
     const sentAt = performance.now();
     // One async frame for the whole claim, the driver awaited here: a frame per layer costs every call a promise.
     try {
-      const read = this.#sql.read;
-      if (read !== undefined) return await this.#claimInSteps(request, keyText, sentAt, read);
+      const citus = this.#sql.citus;
+      if (citus !== undefined) {
+        const step = await claimInSteps(this.#runClaim, citus, this.#path, request);
+        return step.kind === 'fresh'
+          ? this.#track(keyText, freshRun(step.id, request))
+          : this.#settle(step.rows, request, keyText, sentAt);
+      }
       const insertSql = this.#sql.insert;
       const triedInsert = insertSql !== undefined && this.#path.insertFirst;
       if (triedInsert) {
@@ -254,64 +254,9 @@ export class LedgerStore {
     return row;
   }
 
-  /**
-   * Citus's claim, in statements Citus routes to the tenant's shard (see `statements`): the insert of a fresh key,
-   * or the read of the key's row, first as `ClaimPath` predicts; the read answers alone when it is `decisive` (a
-   * replay, a conflict), else the claim (`claimExistingSql`) takes the row over or registers the waiter. A key whose
-   * row is gone by the claim, or one another caller inserts between the read and the insert, goes round again; a
-   * row that comes and goes every time (a purge or `forget` racing claims of one key) ends after `CLAIM_TRIES`
-   * rounds with a retryable error, nothing run.
-   */
-  async #claimInSteps(
-    request: ClaimRequest,
-    keyText: string,
-    sentAt: number,
-    read: string,
-  ): Promise<ClaimRow | undefined> {
-    const doing = 'claim the idempotency key';
-    let insertNext = this.#path.insertFirst;
-    for (let round = 0; round < CLAIM_TRIES; round++) {
-      if (insertNext) {
-        const inserted = await this.#run<{ id: string }>(
-          this.#driver,
-          this.#sql.insert!,
-          insertRunParams(request),
-          doing,
-          undefined,
-          undefined,
-        );
-        if (round === 0) this.#path.found(inserted.length === 0);
-        if (inserted[0]) return this.#track(keyText, freshRun(inserted[0].id, request));
-      }
-      let rows = await this.#run<{ decisive: boolean }>(
-        this.#driver,
-        read,
-        claimReadParams(request),
-        doing,
-        undefined,
-        undefined,
-      );
-      if (round === 0 && !insertNext) this.#path.found(rows.length > 0);
-      if (rows[0] && !rows[0].decisive) {
-        rows = await this.#run(
-          this.#driver,
-          this.#sql.claim,
-          claimParams(request),
-          doing,
-          undefined,
-          undefined,
-        );
-      }
-      if (rows[0])
-        return this.#settle(rows as unknown as Record<string, unknown>[], request, keyText, sentAt);
-      insertNext = true;
-    }
-    throw new ToolLedgerError(
-      'LEDGER_UNAVAILABLE',
-      `The ledger could not claim the idempotency key: its row was deleted and made again ${CLAIM_TRIES} times while this claim looked for it (a purge or tool-ledger forget racing claims of the key). Nothing ran; retry with the same idempotency key in a moment.`,
-      { retryable: true },
-    );
-  }
+  /** One statement of Citus's claim (`claimInSteps`), its failures mapped as every claim's. */
+  readonly #runClaim: RunStatement = (text, params) =>
+    this.#run(this.#driver, text, params, 'claim the idempotency key', undefined, undefined);
 
   /** Keeps a run this process won until its completion, which fills the replay cache from it. */
   #track(keyText: string, row: ClaimRow): ClaimRow {
@@ -334,9 +279,25 @@ export class LedgerStore {
     const errorText = completion.error === null ? null : JSON.stringify(completion.error);
     let done: { completed_at_ms: number; expires_in_ms: number } | undefined;
     try {
-      const citus = this.#sql.citusComplete;
-      if (citus !== undefined) done = await this.#completeOnCitus(citus, completion, errorText, client);
-      else {
+      const citus = this.#sql.citus;
+      if (citus !== undefined) {
+        const params = [
+          ...fenceParams(completion),
+          completion.status,
+          completion.final,
+          completion.resultJson,
+          errorText,
+        ];
+        const db = client ?? this.#driver;
+        done = await completeOnCitus(
+          db,
+          citus,
+          params,
+          completion.ttlSeconds,
+          this.channel,
+          client !== undefined,
+        );
+      } else {
         const rows = await writeFenced<{ completed_at_ms: number; expires_in_ms: number }>(
           client ?? this.#driver,
           this.#sql.complete,
@@ -375,41 +336,6 @@ export class LedgerStore {
       });
     }
     return completedAt;
-  }
-
-  /**
-   * Citus's completion (see `citusCompleteSql`): the completion of a run within its TTL, which keeps the expiry;
-   * when that finds no row, the one that outlasted its TTL, which moves it; then the notice to waiters, if any
-   * registered, sent on the coordinator, where they listen. Inside the handler's transaction the notice goes out at
-   * its commit, as the one-statement completion's does; an autocommit completion is saved already, so a notice that
-   * fails is dropped: waiters also wake on their backoff timer.
-   */
-  async #completeOnCitus(
-    sql: CitusCompletionSql,
-    completion: Completion,
-    errorText: string | null,
-    client: Queryable | undefined,
-  ): Promise<{ completed_at_ms: number; expires_in_ms: number } | undefined> {
-    const db = client ?? this.#driver;
-    const params = [
-      ...fenceParams(completion),
-      completion.status,
-      completion.final,
-      completion.resultJson,
-      errorText,
-    ];
-    let rows = (await db.query<CitusCompletion>(sql.inTime, params)).rows;
-    if (rows.length === 0)
-      rows = (await db.query<CitusCompletion>(sql.late, [...params, completion.ttlSeconds])).rows;
-    const row = rows[0];
-    if (row === undefined) return undefined;
-    if (row.waiters) {
-      const notice = db.query(sql.notify, [this.channel, row.id]);
-      await (client === undefined ? notice.catch(() => {}) : notice);
-    }
-    // Both times are the database's, from the same statement: the expiry left is their difference.
-    const completedMs = row.completed_at.getTime();
-    return { completed_at_ms: completedMs, expires_in_ms: row.expires_at.getTime() - completedMs };
   }
 
   /**
@@ -548,21 +474,6 @@ function purgeBatchCanceled(error: unknown, batchSize: number): ToolLedgerError 
     `A purge batch of ${batchSize} rows ran past statementTimeoutSeconds and was canceled; it rolled back, and the batches before it stay purged. A batch reads at most ${(PURGE_WINDOW_BLOCKS * 8) / 1024} MB of the table and deletes at most ${batchSize} rows, so it most likely waited on a lock another session holds on the ledger table: find it in pg_locks, then call purgeExpired() again. If the server is only slow, pass a smaller batchSize or raise statementTimeoutSeconds. On PostgreSQL 13 a batch can read the whole table: upgrade to 14 or later, or use layout: 'partitioned'.`,
     { cause: error, retryable: true },
   );
-}
-
-/** Citus's completion: within the TTL, past it, and the notice (see `citusCompleteSql`). */
-interface CitusCompletionSql {
-  readonly inTime: string;
-  readonly late: string;
-  readonly notify: string;
-}
-
-/** What Citus's completion returns: the times as the database wrote them, and whether anyone waits. */
-interface CitusCompletion {
-  readonly id: string;
-  readonly completed_at: Date;
-  readonly expires_at: Date;
-  readonly waiters: boolean;
 }
 
 /** Which attempt of which run, under whose lease: the fence every write of a running execution carries. */
