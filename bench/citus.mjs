@@ -16,7 +16,7 @@
 // BENCH_CHUNK (default 1000), BENCH_CITUS_TENANTS (default 64).
 import { createLedger } from '../dist/index.js';
 import { citusInstall, startCitusCluster } from '../scripts/citus/cluster.mjs';
-import { fmtRatio, pairedChunks, pairRatio } from './paired.mjs';
+import { firstAndReplay, fmtRatio, pairRatio } from './paired.mjs';
 import { fmt } from './postgres.mjs';
 import { debianBin, startCluster } from './support/postgres-cluster.mjs';
 
@@ -66,15 +66,11 @@ try {
     postgres: await side(single.url, `bench_pg_${tag}`, false),
     citus: await side(cluster.url, `bench_citus_${tag}`, true),
   };
-  const chunks = Math.max(1, Math.round(CALLS / CHUNK));
-  const result = await pairedChunks({
-    sides,
-    phases: ['first', 'replay'],
-    chunks,
+  const { chunks, result } = await firstAndReplay(sides, {
+    calls: CALLS,
     chunkSize: CHUNK,
     concurrency: CONCURRENCY,
   });
-  for (const s of Object.values(sides)) await s.close();
   console.log(
     `tool-ledger distributed with Citus (coordinator + 2 workers, 32 shards) vs one Postgres, same machine: ${chunks} x ${CHUNK} calls per side and phase over ${TENANTS} tenants, concurrency ${CONCURRENCY}, replay cache off, sides interleaved; ratio = Citus over Postgres, median of per-round ratios (interquartile range)`,
   );

@@ -7,7 +7,7 @@
 // (calls per side per round, default 1000), BENCH_RSS_CALLS (default 100000), BENCH_WAKEUPS (default 200).
 import pg from 'pg';
 import { BENCH_INPUT, handWritten, sameSql, toolLedger } from './baselines.mjs';
-import { fmtRatio, pairedChunks, pairRatio } from './paired.mjs';
+import { firstAndReplay, fmtRatio, pairRatio } from './paired.mjs';
 import { fmt, throughput, withPostgres } from './postgres.mjs';
 import { wakeupLatency } from './wakeup.mjs';
 
@@ -60,15 +60,11 @@ await withPostgres(async (url) => {
       // A replay from a process that did not see the row: what the cache cannot help with.
       nocache: await toolLedger(url, schema('nocache'), { replayCacheEntries: 0 }),
     };
-    const chunks = Math.max(1, Math.round(CALLS / CHUNK));
-    const result = await pairedChunks({
-      sides,
-      phases: ['first', 'replay'],
-      chunks,
+    const { chunks, result } = await firstAndReplay(sides, {
+      calls: CALLS,
       chunkSize: CHUNK,
       concurrency: CONCURRENCY,
     });
-    for (const side of Object.values(sides)) await side.close();
     console.log(
       `tool-ledger (default options, telemetry off) vs a hand-written pg baseline: ${chunks} x ${CHUNK} calls per side and phase, concurrency ${CONCURRENCY}, sides interleaved; ratio = median of per-round ratios (interquartile range)`,
     );

@@ -63,3 +63,14 @@ export function ratioSpread(ratios) {
 }
 
 export const fmtRatio = (r) => `${r.ratio.toFixed(2)} (${r.low.toFixed(2)}–${r.high.toFixed(2)})`;
+
+/**
+ * The usual run of the ratio benches: `calls` first executions and as many replays per side, in rounds of `chunkSize`
+ * (see `pairedChunks`), then every side closed. Returns the number of rounds and `pairedChunks`' result.
+ */
+export async function firstAndReplay(sides, { calls, chunkSize, concurrency }) {
+  const chunks = Math.max(1, Math.round(calls / chunkSize));
+  const result = await pairedChunks({ sides, phases: ['first', 'replay'], chunks, chunkSize, concurrency });
+  for (const side of Object.values(sides)) await side.close();
+  return { chunks, result };
+}

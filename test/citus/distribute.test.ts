@@ -1,28 +1,17 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, migrationSql } from '../../src/index.js';
 import { distributionScript } from '../../src/ledger/citus-sql.js';
 import { ensureBuiltCli, runCli } from '../ops/support/cli-build.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, ownSchemas } from '../support/db.js';
 
 /**
  * Distribution as a supported path, on the lane's Citus cluster: `createLedger({ distribute: true })`, `tool-ledger
  * migrate --distribute` and the script a DBA applies; idempotent; refusing what it cannot do; and a migration that
  * comes later running through the coordinator onto every shard.
  */
-const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-const schemas: string[] = [];
-const fresh = (prefix = 'citus_dist') => {
-  const schema = uniqueSchema(prefix);
-  schemas.push(schema);
-  return schema;
-};
+const { admin, fresh } = ownSchemas('citus_dist');
 
 beforeAll(() => ensureBuiltCli());
-afterAll(async () => {
-  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-});
 
 /** Each table of the schema as Citus places it: `distributed by <column> (group <n>)`, `reference` or `local`. */
 async function placements(schema: string): Promise<Record<string, string>> {

@@ -4,6 +4,7 @@ import { createLedger } from '../../src/index.js';
 import * as citus from '../../src/ledger/citus-sql.js';
 import * as sql from '../../src/ledger/sql.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { SAMPLE_CLAIM, SAMPLE_FENCE } from '../support/sample-claim.js';
 import { placementOf, type TenantPlacement } from './support.js';
 
 /**
@@ -21,22 +22,8 @@ let shardCount = 0;
 /** statement → worker port and task count, for the routing table printed at the end. */
 const table: Array<[string, string]> = [];
 
-const claim: sql.ClaimFields = {
-  tenant: 'acme',
-  tool: 'create_invoice',
-  key: 'k1',
-  user: 'u1',
-  paramsHash: 'h',
-  leaseOwner: 'host:1:x:1',
-  leaseSeconds: 30,
-  ttlSeconds: 86400,
-  traceId: undefined,
-  spanId: undefined,
-  jobId: 'job-1',
-  allowLeaseTakeover: true,
-  wouldWait: true,
-};
-const fence = ['acme', 'create_invoice', 'k1', 1, 'host:1:x:1'];
+const claim = SAMPLE_CLAIM;
+const fence = SAMPLE_FENCE;
 
 type Statement = [text: string, params: unknown[]];
 

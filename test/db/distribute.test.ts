@@ -1,27 +1,16 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/index.js';
 import { ensureBuiltCli, runCli } from '../ops/support/cli-build.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, ownSchemas } from '../support/db.js';
 
 /**
  * Distribution asked of a server without Citus (every lane but the Citus one): refused with a typed error that says
  * what to do, and the CLI's `--distribute` likewise, as a usage error. The Citus lane shows the rest
  * (test/citus/distribute.test.ts).
  */
-const admin = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
-const schemas: string[] = [];
-const fresh = () => {
-  const schema = uniqueSchema('nodist');
-  schemas.push(schema);
-  return schema;
-};
+const { admin, fresh } = ownSchemas('nodist');
 
 beforeAll(() => ensureBuiltCli());
-afterAll(async () => {
-  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-});
 
 describe('distribute on a server without Citus', () => {
   it('fails createLedger with CONFIG_INVALID saying what a Citus coordinator needs, and distributes nothing', async () => {

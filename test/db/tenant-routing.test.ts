@@ -4,6 +4,7 @@ import { migrationSql } from '../../src/index.js';
 import { partitionedMigrationScript } from '../../src/ledger/partitioned.js';
 import * as sql from '../../src/ledger/sql.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { SAMPLE_CLAIM, SAMPLE_FENCE } from '../support/sample-claim.js';
 
 /**
  * Citus routes a statement to one shard when every table it touches is filtered by a constant distribution
@@ -96,22 +97,8 @@ async function plannedPartitions(text: string, params: unknown[]): Promise<Set<s
   return partitionsIn(rows[0]['QUERY PLAN']);
 }
 
-const claim: sql.ClaimFields = {
-  tenant: 'acme',
-  tool: 'create_invoice',
-  key: 'k1',
-  user: 'u1',
-  paramsHash: 'h',
-  leaseOwner: 'host:1:x:1',
-  leaseSeconds: 30,
-  ttlSeconds: 86400,
-  traceId: undefined,
-  spanId: undefined,
-  jobId: 'job-1',
-  allowLeaseTakeover: true,
-  wouldWait: true,
-};
-const fence = ['acme', 'create_invoice', 'k1', 1, 'host:1:x:1'];
+const claim = SAMPLE_CLAIM;
+const fence = SAMPLE_FENCE;
 
 type Statement = [text: string, params: unknown[]];
 

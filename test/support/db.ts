@@ -24,6 +24,26 @@ export function uniqueSchema(prefix = 't'): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
 }
 
+/**
+ * Schemas a file makes itself (not through a backend), each dropped after the file's tests, and a pool on the test
+ * database to make and read them with.
+ */
+export function ownSchemas(prefix: string): { readonly admin: pg.Pool; fresh(): string } {
+  const admin = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  const schemas: string[] = [];
+  afterAll(async () => {
+    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  });
+  return {
+    admin,
+    fresh() {
+      schemas.push(uniqueSchema(prefix));
+      return schemas.at(-1)!;
+    },
+  };
+}
+
 export interface Backend {
   readonly name: 'postgres' | 'pglite';
   /** Opens a ledger in a schema of its own. */
