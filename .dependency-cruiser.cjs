@@ -8,6 +8,7 @@
 //   config                                 options and their defaults, resolved once
 //   ledger | telemetry                     side by side, never each other: the ledger knows no OpenTelemetry,
 //                                          telemetry knows no SQL
+//   auth                                   bearer-token (JWT, JWKS) verification for the gateway and the console
 //   contract                               the ground: imports no other room
 //   otel                                   the opt-in SDK bootstrap, apart: only the CLI starts it
 //
@@ -48,6 +49,13 @@ module.exports = {
       'layer-contract',
       'contract/ holds the types, outcomes, errors, keys and fingerprint every room shares; it imports no other room.',
       '^src/contract/',
+      'contract/',
+    ),
+    room(
+      'layer-auth',
+      'auth/ verifies bearer tokens (JWT by secret, PEM key or JWKS) for the gateway and the console: node:crypto only.',
+      '^src/auth/',
+      'auth/',
       'contract/',
     ),
     room(
@@ -120,6 +128,7 @@ module.exports = {
       'gateway/ is an adapter over the public API and the MCP integration: never the ledger or its SQL, never the CLI.',
       '^src/gateway/',
       'gateway/',
+      'auth/',
       'contract/',
       'config/',
       'telemetry/',
@@ -142,7 +151,7 @@ module.exports = {
       from: {
         path: '^src/',
         pathNot:
-          '^src/(contract|ledger|telemetry|config|middleware|integrations|gateway|otel|cli)/|^src/(create-ledger|index)[.]ts$',
+          '^src/(contract|auth|ledger|telemetry|config|middleware|integrations|gateway|otel|cli)/|^src/(create-ledger|index)[.]ts$',
       },
       to: { path: '^src/' },
     },

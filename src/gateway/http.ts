@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createTokenVerifier, type TokenVerifier } from '../auth/jwks.js';
+import type { TokenVerification } from '../auth/jwt.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { type HttpServerTransport, httpServerTransport } from './sdk.js';
 import type { GatewaySession } from './session.js';
-import { type TokenVerification, verifyToken } from './token.js';
 import type { GatewayIdentity } from './types.js';
 
 /** Where a Streamable HTTP gateway takes each call's tenant and user from. Never from tool arguments. */
@@ -55,18 +56,19 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 }
 
 /** The identity of one HTTP request, or why it is refused. */
-function identify(
+async function identify(
   req: IncomingMessage,
   options: HttpIdentityOptions,
+  verifier: TokenVerifier | undefined,
   fallback: GatewayIdentity,
-): GatewayIdentity | { readonly refused: string; readonly status: number } {
+): Promise<GatewayIdentity | { readonly refused: string; readonly status: number }> {
   let tenant = fallback.tenant;
   let user = fallback.user;
-  if (options.token) {
+  if (verifier) {
     const auth = header(req, 'authorization');
     const token = auth?.match(/^Bearer\s+(\S+)$/i)?.[1];
     if (token === undefined) return { refused: 'A bearer token is required.', status: 401 };
-    const verified = verifyToken(token, options.token);
+    const verified = await verifier(token);
     if ('refused' in verified) return { refused: 'The bearer token is not valid.', status: 401 };
     tenant = claim(verified.claims, options.tenantClaim) ?? tenant;
     user = claim(verified.claims, options.userClaim ?? 'sub') ?? user;
@@ -113,6 +115,8 @@ export async function listenHttp(options: {
   readonly log: (line: string) => void;
 }): Promise<HttpListener> {
   const sessions = new Map<string, HttpSession>();
+  // One verifier for the listener, so a JWKS is fetched once and cached, not per request.
+  const verifier = options.identity.token ? createTokenVerifier(options.identity.token) : undefined;
 
   // A client that went away without DELETE would hold its upstream connection (or spawned server) forever.
   const touch = (id: string, known: HttpSession) => {
@@ -132,7 +136,7 @@ export async function listenHttp(options: {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const who = identify(req, options.identity, options.fallback);
+    const who = await identify(req, options.identity, verifier, options.fallback);
     if ('refused' in who) return refuse(res, who.status, who.refused);
     (req as IncomingMessage & { auth?: unknown }).auth = {
       token: '',

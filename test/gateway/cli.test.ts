@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { verifyToken } from '../../src/gateway/token.js';
+import { verifyToken } from '../../src/auth/jwt.js';
 import { eventually, FILESYSTEM_SERVER, gatewayCommand, ROOT, tempDir } from './support.js';
 
 const run = promisify(execFile);

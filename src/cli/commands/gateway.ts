@@ -40,6 +40,7 @@ Who is calling (keys are scoped by tenant; a key reused by another user is refus
   --user-header NAME     HTTP: the user comes from this header
   --token-secret-env VAR HTTP: verify "Authorization: Bearer <JWT>" (HS256) with the secret in $VAR
   --token-public-key F   HTTP: verify the bearer JWT (RS256/ES256) with the PEM public key in file F
+  --token-jwks-url URL   HTTP: verify the bearer JWT (RS256/ES256) with the issuer's JWKS (cached, by kid)
   --token-issuer ISS     HTTP: require this "iss" claim     --token-audience AUD  require this "aud"
   --tenant-claim NAME    HTTP: the tenant comes from this token claim
   --user-claim NAME      HTTP: the user comes from this token claim (default: sub)
@@ -76,6 +77,7 @@ export const options = {
   'user-header': { type: 'string' },
   'token-secret-env': { type: 'string' },
   'token-public-key': { type: 'string' },
+  'token-jwks-url': { type: 'string' },
   'token-issuer': { type: 'string' },
   'token-audience': { type: 'string' },
   'tenant-claim': { type: 'string' },
@@ -112,6 +114,7 @@ const HTTP_ONLY = [
   'user-header',
   'token-secret-env',
   'token-public-key',
+  'token-jwks-url',
   'tenant-claim',
   'user-claim',
   'session-idle-timeout',
@@ -196,20 +199,23 @@ function ledgerOf(args: Args, io: Io): LedgerOptions {
   };
 }
 
-/** How HTTP clients' bearer tokens are verified: a shared secret from the environment, or a public key file. */
+/** How HTTP clients' bearer tokens are verified: a shared secret from the environment, a public key file or a JWKS. */
 function tokenOf(args: Args, io: Io): TokenVerification | undefined {
   const str = args.str;
   let token: TokenVerification | undefined;
   const secretEnv = str('token-secret-env');
   const keyFile = str('token-public-key');
-  if (secretEnv !== undefined && keyFile !== undefined)
-    throw usageError('Pass --token-secret-env or --token-public-key, not both.');
+  const jwksUrl = str('token-jwks-url');
+  if ([secretEnv, keyFile, jwksUrl].filter((v) => v !== undefined).length > 1)
+    throw usageError('Pass one of --token-secret-env, --token-public-key and --token-jwks-url.');
   if (secretEnv !== undefined) {
     const secret = io.env[secretEnv];
     if (!secret) throw usageError(`--token-secret-env ${secretEnv}: $${secretEnv} is not set.`);
     token = { secret };
   } else if (keyFile !== undefined) {
     token = { publicKey: readFileSync(keyFile, 'utf8') };
+  } else if (jwksUrl !== undefined) {
+    token = { jwksUrl };
   }
   if (token !== undefined) {
     return {
@@ -220,7 +226,7 @@ function tokenOf(args: Args, io: Io): TokenVerification | undefined {
   }
   if (str('tenant-claim') !== undefined || str('user-claim') !== undefined) {
     throw usageError(
-      '--tenant-claim and --user-claim need a verified token: add --token-secret-env or --token-public-key.',
+      '--tenant-claim and --user-claim need a verified token: add --token-secret-env, --token-public-key or --token-jwks-url.',
     );
   }
   return undefined;
