@@ -1,4 +1,6 @@
-import type { Completion, LedgerStore } from '../ledger/store.js';
+import { cacheKey } from '../ledger/result-cache.js';
+import type { Completion, LedgerStore, OperationTimer } from '../ledger/store.js';
+import { retryWrite } from './retry-write.js';
 
 /** How long an outcome whose completion failed is kept and retried. */
 const KEEP_MS = 10 * 60_000;
@@ -10,6 +12,27 @@ export interface BackgroundSaveLimits {
   readonly maxCount: number;
   readonly maxBytes: number;
 }
+
+/** What this process keeps when a result is dropped, and the limits that left no room for it. */
+export interface KeptLoad extends BackgroundSaveLimits {
+  readonly count: number;
+  readonly bytes: number;
+}
+
+/**
+ * How a completion's save went:
+ * - `landed`: saved (by this write, or by a retry from this process that saved it for a stuck first write);
+ * - `refused`: the fence refused it, another caller took the key over;
+ * - `kept`: the database failed, and the completion is kept here and sent again until it lands;
+ * - `dropped`: the database failed, and the limits left no room to keep it.
+ */
+export type SaveAnswer =
+  | { readonly kind: 'landed'; readonly at: Date }
+  | { readonly kind: 'refused' }
+  | { readonly kind: 'kept'; readonly error: unknown }
+  | { readonly kind: 'dropped'; readonly error: unknown; readonly load: KeptLoad };
+
+const REFUSED: SaveAnswer = { kind: 'refused' };
 
 interface Entry {
   /** The call's tenant, tool and key (`LostClaims.key`). */
@@ -34,6 +57,7 @@ export class BackgroundSaves {
   readonly #store: LedgerStore;
   readonly #limits: BackgroundSaveLimits;
   readonly #changed: (tool: string, delta: number) => void;
+  readonly #track: (work: Promise<void>) => void;
   readonly #entries: Entry[] = [];
   /**
    * Completions whose first save is under way, by call key. While one is, this process holds a finished result
@@ -50,43 +74,56 @@ export class BackgroundSaves {
     store: LedgerStore,
     limits: BackgroundSaveLimits,
     changed: (tool: string, delta: number) => void,
+    track: (work: Promise<void>) => void,
   ) {
     this.#store = store;
     this.#limits = limits;
     this.#changed = changed;
+    this.#track = track;
   }
 
-  get count(): number {
-    return this.#entries.length;
-  }
-
-  /** Kept or in flight: the claim loop settles these before it claims their keys. */
-  get holding(): number {
-    return this.#entries.length + this.#inFlight.size;
-  }
-
-  /** A finished result's first save starts: until `landed`, a retry from this process saves it instead. */
-  saving(key: string, completion: Completion): void {
+  /**
+   * Saves a finished execution's completion under its fence, retrying briefly: the handler already ran, so losing
+   * its result is the costly path. While the write is under way this process holds the outcome (`key` is the
+   * call's tenant, tool and key, `cacheKey`): a retry from here saves it rather than running the handler again.
+   * A completion the database fails to take is kept and sent again, within the limits.
+   */
+  async save(key: string, tool: string, completion: Completion, timer: OperationTimer): Promise<SaveAnswer> {
     this.#inFlight.set(key, completion);
+    let at: Date | undefined;
+    try {
+      // The first attempt without an async frame of its own: the retries are the rare path.
+      at = await this.#store
+        .complete(completion, timer)
+        .catch(() => retryWrite(() => this.#store.complete(completion, timer), 1));
+    } catch (error) {
+      this.#landed(key, completion);
+      at = this.#takeSavedForThem(completion);
+      if (at) return { kind: 'landed', at };
+      if (this.#keep(tool, key, completion)) return { kind: 'kept', error };
+      return {
+        kind: 'dropped',
+        error,
+        load: { count: this.#entries.length, bytes: this.#bytes, ...this.#limits },
+      };
+    }
+    // Refused: another caller took the key over, unless a retry from this process saved it for us.
+    at ??= this.#takeSavedForThem(completion);
+    this.#landed(key, completion);
+    return at ? { kind: 'landed', at } : REFUSED;
   }
 
-  /** The first save of `key`'s completion ended (saved, refused, or handed to `offer`). */
-  landed(key: string, completion: Completion): void {
-    if (this.#inFlight.get(key) === completion) this.#inFlight.delete(key);
-  }
-
-  /** When a retry saved this completion for its stuck first save, that time (once). */
-  savedForThem(completion: Completion): Date | undefined {
-    const id = `${completion.id}:${completion.attempt}`;
-    const at = this.#savedForThem.get(id);
-    this.#savedForThem.delete(id);
-    return at;
-  }
-
-  /** The finished result this process holds for `key`, kept or in flight. */
-  held(key: string): Completion | undefined {
-    if (this.holding === 0) return undefined;
-    return this.#inFlight.get(key) ?? this.#entries.find((e) => e.key === key)?.completion;
+  /**
+   * The result this process holds for `key` from an attempt before `attempt` (kept, or its first save in flight),
+   * handed over once: the later attempt saves it under its own fence instead of producing it again.
+   */
+  takeHeld(key: string, attempt: number): string | undefined {
+    if (this.#holding === 0) return undefined;
+    const held = this.#inFlight.get(key) ?? this.#entries.find((e) => e.key === key)?.completion;
+    if (!held || held.attempt >= attempt || held.status !== 'succeeded' || held.resultJson === null)
+      return undefined;
+    this.#release(key);
+    return held.resultJson;
   }
 
   /** Reports a tool's count as 0 before anything is kept, so its series exists (and alerts see 0, not nothing). */
@@ -94,15 +131,29 @@ export class BackgroundSaves {
     this.#changed(tool, 0);
   }
 
-  get bytes(): number {
-    return this.#bytes;
+  /** Kept or in flight: the claim loop settles these before it claims their keys. */
+  get #holding(): number {
+    return this.#entries.length + this.#inFlight.size;
+  }
+
+  /** The first save of `key`'s completion ended (saved, refused, or handed to `#keep`). */
+  #landed(key: string, completion: Completion): void {
+    if (this.#inFlight.get(key) === completion) this.#inFlight.delete(key);
+  }
+
+  /** When a retry saved this completion for its stuck first save, that time (once). */
+  #takeSavedForThem(completion: Completion): Date | undefined {
+    const id = `${completion.id}:${completion.attempt}`;
+    const at = this.#savedForThem.get(id);
+    this.#savedForThem.delete(id);
+    return at;
   }
 
   /**
    * Keeps `completion` to save later. False when the limits leave no room for it: the caller must be told the
-   * outcome was not kept. Returns the loop's promise on the first entry, for `close()` to wait on.
+   * outcome was not kept. Tracks the loop's promise on the first entry, for `close()` to wait on.
    */
-  offer(tool: string, key: string, completion: Completion, track: (work: Promise<void>) => void): boolean {
+  #keep(tool: string, key: string, completion: Completion): boolean {
     const bytes =
       Buffer.byteLength(completion.resultJson ?? '') +
       (completion.error ? Buffer.byteLength(JSON.stringify(completion.error)) : 0);
@@ -120,17 +171,22 @@ export class BackgroundSaves {
       this.#loop = this.#run().finally(() => {
         this.#loop = undefined;
       });
-      track(this.#loop);
+      this.#track(this.#loop);
     }
     return true;
   }
 
   /**
-   * Saves this key's kept outcome now, before a call from this process claims the key: otherwise, once the lease
-   * lapsed, the claim would take the key over and run the handler again while its outcome sits here. Throws
-   * (the database is still down) when the save fails; the entry stays for the next try.
+   * Saves the outcome this process holds for a call's key now, before a call from this process claims the key:
+   * otherwise, once the lease lapsed, the claim would take the key over and run the handler again while its
+   * outcome sits here. Undefined when nothing is held (no promise, no await on the common path); rejects (the
+   * database is still down) when the save fails, and the entry stays for the next try.
    */
-  async flush(key: string): Promise<void> {
+  flush(tenant: string, tool: string, key: string): Promise<void> | undefined {
+    return this.#holding === 0 ? undefined : this.#flush(cacheKey(tenant, tool, key));
+  }
+
+  async #flush(key: string): Promise<void> {
     const inFlight = this.#inFlight.get(key);
     if (inFlight) {
       // Its own save may be stuck on a dead connection for up to queryTimeoutSeconds, longer than the lease: send
@@ -141,7 +197,7 @@ export class BackgroundSaves {
         if (this.#savedForThem.size > 10_000)
           this.#savedForThem.delete(this.#savedForThem.keys().next().value!);
       }
-      this.landed(key, inFlight);
+      this.#landed(key, inFlight);
     }
     if (this.#entries.length === 0) return;
     const entry = this.#entries.find((e) => e.key === key);
@@ -150,8 +206,8 @@ export class BackgroundSaves {
     this.#drop(entry);
   }
 
-  /** Forgets `key`'s held completion: a later attempt saved its result under its own fence. */
-  release(key: string): void {
+  /** Forgets `key`'s held completion: a later attempt saves its result under its own fence. */
+  #release(key: string): void {
     this.#inFlight.delete(key);
     const entry = this.#entries.find((e) => e.key === key);
     if (entry) this.#drop(entry);

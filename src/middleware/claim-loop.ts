@@ -1,31 +1,19 @@
-import { ToolLedgerError } from '../contract/errors.js';
-import type { CallScope, SpanRef } from '../contract/observer.js';
-import type { CallContext, ToolKind } from '../contract/types.js';
+import type { SpanRef } from '../contract/observer.js';
+import type { ToolKind } from '../contract/types.js';
 import { isOutcomeUnknown } from '../ledger/errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
-import { type ClaimRequest, fenceOf } from '../ledger/store.js';
+import { fenceOf } from '../ledger/store.js';
 import type { Answer, CallEnd } from './call-end.js';
 import { judgeClaim, type VerdictKind, type VerdictOf } from './decide.js';
-import type { Execute } from './execute.js';
-import type { CallFacts } from './facts.js';
+import type { ClaimCall, Execute } from './execution.js';
 import { replayedFailure } from './failures.js';
 import { jobStatusOf, runningJobStatus } from './job-status.js';
 import { LostClaims } from './lost-claims.js';
+import { contention, heldNotSaved, inProgress, keyReused, unknownOutcome } from './messages.js';
 import type { LedgerRuntime } from './runtime.js';
-import { retryAfterMs, type Waiter } from './wait.js';
+import { retryAfterMs } from './wait.js';
 
 const MAX_RACE_RETRIES = 50;
-
-/** One call going through the ledger. */
-export interface ClaimCall {
-  readonly request: ClaimRequest;
-  /** The validated input. */
-  readonly input: unknown;
-  readonly context: CallContext;
-  readonly scope: CallScope;
-  readonly facts: CallFacts;
-  readonly waiter: Waiter;
-}
 
 /** What every handler of one tool shares. */
 export interface ClaimSettings {
@@ -72,13 +60,7 @@ function sharedHandlers({ name, runtime }: ClaimSettings) {
     return {
       outcome: 'conflict',
       conflictReason: reason,
-      error: new ToolLedgerError(
-        'KEY_REUSED',
-        reason === 'params_mismatch'
-          ? `This idempotency key was already used for tool "${name}" with different arguments. Use a new key for a new or changed request; reuse a key only to retry the exact same request.`
-          : `This idempotency key was already used for tool "${name}" by a different user. Keys must be unique per intent; generate a new key.`,
-        { conflictReason: reason },
-      ),
+      error: keyReused(name, reason),
     };
   };
   const raced: Handler<'raced'> = () => 'race';
@@ -92,7 +74,7 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
   const { name, execute } = settings;
   const { reclaim, ...shared } = sharedHandlers(settings);
   const won: Handler<'won'> = ({ row }, call) =>
-    execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts).then(
+    execute(row, call).then(
       (done): CallEnd =>
         'error' in done
           ? { outcome: done.outcome, error: done.error }
@@ -114,11 +96,7 @@ function mutationHandlers(settings: ClaimSettings): HandlerTable {
       call.facts.waitedMs = call.waiter.elapsedMs();
       return {
         outcome: 'in_progress',
-        error: new ToolLedgerError(
-          'IN_PROGRESS',
-          `Tool "${name}" is still running the first call with this idempotency key. Retry with the same key in a moment to get its result; do not use a new key, or the action may run twice.`,
-          { retryAfterMs: retryAfterMs(row) },
-        ),
+        error: inProgress(name, retryAfterMs(row)),
       };
     },
     // A mutation always takes a lapsed lease over, so the claim never leaves one abandoned; claim again if it did.
@@ -135,7 +113,7 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
   const unfinished: Handler<'running' | 'abandoned'> = ({ row }, call) =>
     answer('polled', jobStatusOf(row), row, call);
   const won: Handler<'won'> = ({ row }, call) => {
-    const work = execute(row, call.input, call.context, call.request.tenant, call.scope, call.facts);
+    const work = execute(row, call);
     void runtime.track(work.catch(() => {}));
     // The run this call just started: running, whatever the claim's row said.
     return answer('executed', runningJobStatus(row, true), row, call);
@@ -153,26 +131,6 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
   };
 }
 
-/** The answer for a run marked unknown: final until an operator settles it. */
-function unknownOutcome(name: string, row: ClaimRow): ToolLedgerError {
-  const why = row.error_json?.message;
-  return new ToolLedgerError(
-    'OUTCOME_UNKNOWN',
-    `Tool "${name}": an earlier attempt with this idempotency key was interrupted mid-effect, so whether it took effect is unknown, and nothing is repeated until an operator settles it (tool-ledger list --status unknown, then tool-ledger resolve). Do not retry with a new key, or the action may happen twice.${why ? ` Recorded: ${why}` : ''}`,
-    { retryable: false },
-  );
-}
-
-function heldNotSaved(name: string, error: unknown): ToolLedgerError {
-  const detail =
-    error instanceof ToolLedgerError && error.cause instanceof Error ? error.cause.message : String(error);
-  return new ToolLedgerError(
-    'LEDGER_UNAVAILABLE',
-    `Tool "${name}": this process holds the outcome of an earlier call with this key and could not save it yet (${detail}). Nothing runs again; retry with the same key once the database answers.`,
-    { cause: error, retryable: true },
-  );
-}
-
 /** The claim loop of one tool: claim, judge, and hand the verdict to its kind's handler until the call ends. */
 export function createClaimLoop(
   kind: Exclude<ToolKind, 'read'>,
@@ -181,13 +139,7 @@ export function createClaimLoop(
   const table = kind === 'job' ? jobHandlers(settings) : mutationHandlers(settings);
   const dispatch = <K extends VerdictKind>(verdict: VerdictOf<K>, call: ClaimCall) =>
     table[verdict.kind](verdict, call);
-  const contention = (): CallEnd => ({
-    outcome: 'failed',
-    error: new ToolLedgerError(
-      'LEDGER_UNAVAILABLE',
-      `Tool "${settings.name}": the key kept changing under concurrent claims. Retry the call with the same key.`,
-    ),
-  });
+  const contended = (): CallEnd => ({ outcome: 'failed', error: contention(settings.name) });
 
   return async (call) => {
     const { facts, waiter, scope, request } = call;
@@ -195,12 +147,11 @@ export function createClaimLoop(
       waiter.beforeClaim();
       // An outcome of this key this process holds (kept, or its first save still in flight) must land before the
       // claim could take the key over: this process never runs a handler whose result it already has.
-      if (settings.runtime.saves.holding > 0) {
-        await settings.runtime.saves
-          .flush(LostClaims.key(request.tenant, request.tool, request.key))
-          .catch((error: unknown) => {
-            throw heldNotSaved(settings.name, error);
-          });
+      const flushing = settings.runtime.saves.flush(request.tenant, request.tool, request.key);
+      if (flushing) {
+        await flushing.catch((error: unknown) => {
+          throw heldNotSaved(settings.name, error);
+        });
       }
       const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation).catch((error) => {
         // The statement may have committed: keep the token so a retry from here can take the row back.
@@ -223,7 +174,7 @@ export function createClaimLoop(
       facts.waitedMs = waiter.waitedMs;
       const next = await dispatch(verdict, call);
       if (next === 'race') {
-        if (++races > MAX_RACE_RETRIES) return contention();
+        if (++races > MAX_RACE_RETRIES) return contended();
         waiter.noteRetry();
         continue;
       }

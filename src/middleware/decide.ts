@@ -1,7 +1,6 @@
 import type { ConflictReason } from '../contract/errors.js';
-import { ToolLedgerError } from '../contract/errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
-import { unknownStatus } from './failures.js';
+import { strayAnswer, unknownStatus } from './messages.js';
 
 /** What each verdict carries besides its kind. */
 interface VerdictFields {
@@ -69,14 +68,4 @@ export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): V
   const verdict: Verdict | undefined = byStatus[row.status];
   if (verdict === undefined) throw unknownStatus(row);
   return verdict;
-}
-
-/** A claim whose answer is not a claim row: nothing is decided, so the call may be retried. */
-function strayAnswer(row: unknown): ToolLedgerError {
-  const claim = (row as { claim?: unknown } | null)?.claim;
-  return new ToolLedgerError(
-    'LEDGER_UNAVAILABLE',
-    `The database answered the idempotency claim with a row that is not a claim (claim=${JSON.stringify(claim) ?? 'undefined'}), so nothing was run. This happens when a connection pooler mixes up answers, for example LISTEN through PgBouncer in transaction mode. Retry with the same key; if it recurs, connect without the pooler or set preparedStatements: false.`,
-    { retryable: true },
-  );
 }

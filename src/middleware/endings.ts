@@ -141,3 +141,16 @@ export const ENDING_RULES = {
     toolError: false,
   },
 } as const satisfies Record<EndingKind, EndingRule>;
+
+/** An ending as the attempt classified it: the kind decides everything else (see `ENDING_RULES`). */
+export interface Ending {
+  readonly kind: EndingKind;
+  /** The result's JSON text, for endings that save or return a value. */
+  readonly text?: string;
+  /** For `committed`: the completion time the transaction returned. */
+  readonly completedAt?: Date;
+  /** The error the caller gets, for endings that answer with one. */
+  readonly error?: unknown;
+  /** For `handler_threw`: whether the handler's error is final. */
+  readonly final?: boolean;
+}

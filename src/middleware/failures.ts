@@ -61,15 +61,3 @@ export function replayedFailure(stored: StoredError): ToolLedgerError {
     replayed: true,
   });
 }
-
-/**
- * A row in a status tool-ledger never writes: the table was edited by hand (no CHECK constraint stops that since
- * migration 6). Refused with what to do, never guessed at.
- */
-export function unknownStatus(row: { readonly id: string; readonly status: unknown }): ToolLedgerError {
-  return new ToolLedgerError(
-    'LEDGER_UNAVAILABLE',
-    `The ledger row for this key (tool_runs id ${row.id}) has status ${JSON.stringify(row.status)}, which tool-ledger never writes: the table was edited by hand. Inspect the row (tool-ledger inspect), then set its status to 'in_progress', 'succeeded' or 'failed', or remove it (tool-ledger forget) so the key can run again.`,
-    { retryable: false },
-  );
-}

@@ -1,6 +1,6 @@
 import type { JobStatus } from '../contract/types.js';
 import type { RunRow } from '../ledger/run-row.js';
-import { unknownStatus } from './failures.js';
+import { unknownStatus } from './messages.js';
 
 // Literals of fixed fields rather than a spread base plus fields, which Node 20's V8 builds on a slow path.
 export function jobStatusOf<T>(row: RunRow): JobStatus<T> {

@@ -1,5 +1,5 @@
-import { ToolLedgerError } from '../contract/errors.js';
 import type { LedgerStore, RunFence } from '../ledger/store.js';
+import { leaseNotRenewed, leaseTakenOver } from './messages.js';
 
 export interface HeldLease {
   readonly signal: AbortSignal;
@@ -52,12 +52,7 @@ class Lease implements HeldLease {
     const sent = performance.now();
     const held = await this.store.renewLease(this.run, this.leaseSeconds);
     if (!held) {
-      this.abort(
-        new ToolLedgerError(
-          'LEASE_LOST',
-          `This execution's lease lapsed and another caller took over the key (leaseSeconds=${this.leaseSeconds}). Its result will be discarded. Renew the lease (ctx.renewLease) or raise leaseSeconds for long handlers.`,
-        ),
-      );
+      this.abort(leaseTakenOver(this.leaseSeconds));
       return;
     }
     this.#renewedAt = Math.max(this.#renewedAt, sent);
@@ -72,13 +67,7 @@ class Lease implements HeldLease {
         // A failed renewal is not yet a lost lease: the next tick tries again, and the fence decides at
         // completion. Once a whole lease has passed without one, another caller may have taken over: say so.
         if (performance.now() - this.#renewedAt < this.leaseSeconds * 1000) return;
-        this.abort(
-          new ToolLedgerError(
-            'LEASE_LOST',
-            `This execution's lease could not be renewed for ${this.leaseSeconds} s (${error instanceof Error ? error.message : String(error)}), so another caller may take over the key. Stop work that is not yet done; the result is saved only if the lease is still held.`,
-            { cause: error },
-          ),
-        );
+        this.abort(leaseNotRenewed(this.leaseSeconds, error));
       })
       .finally(() => {
         this.renewing = false;

@@ -1,8 +1,8 @@
-import { ToolLedgerError } from '../contract/errors.js';
 import type { CallScope } from '../contract/observer.js';
 import type { CallContext, HandlerContext } from '../contract/types.js';
 import type { Answer } from './call-end.js';
 import type { CallFacts } from './facts.js';
+import { readToolStep } from './messages.js';
 
 /** The read path: read tools skip the ledger and only get telemetry. */
 export async function runRead(
@@ -29,13 +29,7 @@ export async function runRead(
       signal: new AbortController().signal,
       db: undefined,
       renewLease: async () => {},
-      step: () =>
-        Promise.reject(
-          new ToolLedgerError(
-            'CONFIG_INVALID',
-            `Tool "${name}" is a read tool: it has no ledger row to record steps in. Use kind 'mutation' or 'job' for a tool whose steps change the world.`,
-          ),
-        ),
+      step: () => Promise.reject(readToolStep(name)),
     });
     return { outcome: 'executed', value, paramsHash: undefined, completedAt: new Date(), row: undefined };
   } catch (error) {

@@ -1,11 +1,11 @@
 import type { ResolvedConfig } from '../config/ledger.js';
-import { ToolLedgerError } from '../contract/errors.js';
 import type { CallObserver } from '../contract/observer.js';
 import type { CompletionNotifier } from '../ledger/notifier.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { BackgroundSaves } from './background-saves.js';
 import { LeaseKeeper } from './lease.js';
 import { LostClaims } from './lost-claims.js';
+import { closedWhileRunning, ledgerClosed } from './messages.js';
 import { HeldSteps } from './steps.js';
 
 /** What every tool of one ledger shares. Internal. */
@@ -41,6 +41,7 @@ export class LedgerRuntime {
           // Telemetry never changes an outcome.
         }
       },
+      (work) => void this.track(work),
     );
     // Registered for the ledger's life: closing stops the background saves once its timeout has passed.
     this.abortOnClose(() => this.saves.stop());
@@ -57,10 +58,7 @@ export class LedgerRuntime {
 
   assertOpen(tool: string): void {
     if (this.#closed) {
-      throw new ToolLedgerError(
-        'LEDGER_CLOSED',
-        `Tool "${tool}" was called after ledger.close(). Create a new ledger with createLedger() to make more calls.`,
-      );
+      throw ledgerClosed(tool);
     }
   }
 
@@ -94,10 +92,7 @@ export class LedgerRuntime {
       }
     } finally {
       clearTimeout(timer);
-      const reason = new ToolLedgerError(
-        'LEDGER_CLOSED',
-        'The ledger closed while this handler was still running.',
-      );
+      const reason = closedWhileRunning();
       for (const abort of this.#running) abort(reason);
     }
   }

@@ -1,12 +1,22 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { jsonText } from '../contract/canonical-json.js';
-import { OutcomeUnknownError, ToolFailure, ToolLedgerError } from '../contract/errors.js';
+import { OutcomeUnknownError, ToolLedgerError } from '../contract/errors.js';
 import { NotJsonError } from '../contract/json.js';
 import type { CallScope, StepScope } from '../contract/observer.js';
 import type { StepContext, StepOptions, UnknownOutcomeRule } from '../contract/types.js';
 import type { StepRecord } from '../ledger/run-row.js';
 import type { LedgerStore, RunFence } from '../ledger/store.js';
 import { toStoredError } from './failures.js';
+import {
+  stepLeaseLost,
+  stepNameInvalid,
+  stepNeedsFunction,
+  stepNotJson,
+  stepNotSaved,
+  stepReportedUnknown,
+  stepRuleInvalid,
+  stepUnknown,
+} from './messages.js';
 import { retryWrite } from './retry-write.js';
 
 const MAX_STEP_NAME_LENGTH = 200;
@@ -103,32 +113,17 @@ export class StepRunner {
     options: StepOptions<T> = {},
   ): Promise<never> => {
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_STEP_NAME_LENGTH) {
-      return Promise.reject(
-        new ToolLedgerError(
-          'CONFIG_INVALID',
-          `Tool "${this.#s.tool}": ctx.step needs a name of 1-${MAX_STEP_NAME_LENGTH} characters that is the same on every attempt (for example "charge"), got ${typeof name === 'string' ? `${name.length} characters` : typeof name}.`,
-        ),
-      );
+      return Promise.reject(stepNameInvalid(this.#s.tool, name, MAX_STEP_NAME_LENGTH));
     }
     if (typeof fn !== 'function') {
-      return Promise.reject(
-        new ToolLedgerError(
-          'CONFIG_INVALID',
-          `Tool "${this.#s.tool}": ctx.step("${name}") needs a function.`,
-        ),
-      );
+      return Promise.reject(stepNeedsFunction(this.#s.tool, name));
     }
     if (this.#s.unrecordable !== undefined) {
       return Promise.reject(new ToolLedgerError('CONFIG_INVALID', this.#s.unrecordable));
     }
     const rule = options?.onUnknown ?? 'fail';
     if (rule !== 'rerun' && rule !== 'fail' && typeof rule !== 'function') {
-      return Promise.reject(
-        new ToolLedgerError(
-          'CONFIG_INVALID',
-          `Tool "${this.#s.tool}": ctx.step("${name}") has onUnknown ${JSON.stringify(rule)}; use 'rerun', 'fail' or a lookup function.`,
-        ),
-      );
+      return Promise.reject(stepRuleInvalid(this.#s.tool, name, rule));
     }
     const running = this.#thisAttempt.get(name);
     if (running) return running as Promise<never>;
@@ -222,10 +217,7 @@ export class StepRunner {
       if (error instanceof OutcomeUnknownError) {
         // The record stays `started`: the next attempt applies the rule. Only `'fail'` decides now.
         if (rule === 'fail') throw this.#unknown(name, 'reported that its outcome is unknown', error);
-        throw new ToolFailure(
-          `Step "${name}" of tool "${this.#s.tool}" reported that its outcome is unknown (${error.message}). Retry with the same key: the next attempt ${rule === 'rerun' ? 'runs the step again' : 'looks the outcome up first'}.`,
-          { final: false, cause: error },
-        );
+        throw stepReportedUnknown(this.#s.tool, name, error, rule);
       }
       // The step's own failure: recorded, so the next attempt runs it again rather than calling it unknown.
       await store.finishStep(fence, name, 'failed', null, toStoredError(error, false)).catch(() => undefined);
@@ -248,11 +240,7 @@ export class StepRunner {
     try {
       saved = await retryWrite(() => store.finishStep(fence, name, 'succeeded', text, null));
     } catch (error) {
-      throw new ToolLedgerError(
-        'LEDGER_UNAVAILABLE',
-        `Step "${name}" of tool "${this.#s.tool}" finished, but the database failed while saving its result (${error instanceof Error ? error.message : String(error)}). This process keeps the result: retry with the same key and it is saved, not run again.`,
-        { cause: error, retryable: true },
-      );
+      throw stepNotSaved(this.#s.tool, name, error);
     }
     if (!saved) throw this.#leaseLost(name);
     this.#records.set(name, { status: 'succeeded', attempt: fence.attempt, result: text });
@@ -264,27 +252,18 @@ export class StepRunner {
       return jsonText(value === undefined ? null : value, true);
     } catch (error) {
       if (!(error instanceof NotJsonError)) throw error;
-      throw new ToolLedgerError(
-        'RESULT_INVALID',
-        `Step "${name}" of tool "${this.#s.tool}" ${what} a value that cannot be stored as JSON (${error.message}). Its effect may have happened, so the key is spent: return JSON-safe values from steps and use a new key.`,
-        { cause: error, retryable: false },
-      );
+      throw stepNotJson(this.#s.tool, name, what, error);
     }
   }
 
   #unknown(name: string, what: string, cause?: unknown): OutcomeUnknownError {
-    const error = new OutcomeUnknownError(
-      `Step "${name}" of tool "${this.#s.tool}" ${what}, so its effect may or may not have happened, and its onUnknown rule is 'fail'. The run is marked unknown and nothing is repeated. Check the effect at the provider (its idempotency key is ${this.#token ? this.#context(name).key : 'not drawn yet'}), then settle the run: tool-ledger resolve --tenant ${this.#s.tenant} --tool ${this.#s.tool} --key <key> (--result JSON | --failed MESSAGE | --rerun).`,
-      { cause },
-    );
+    const key = this.#token ? this.#context(name).key : 'not drawn yet';
+    const error = stepUnknown(this.#s.tool, this.#s.tenant, name, what, key, cause);
     DECIDED_UNKNOWN.add(error);
     return error;
   }
 
   #leaseLost(name: string): ToolLedgerError {
-    return new ToolLedgerError(
-      'LEASE_LOST',
-      `Step "${name}" of tool "${this.#s.tool}" could not be recorded: this execution's lease lapsed and another caller took over the key. Retry with the same key to get the current execution's result; raise leaseSeconds for long handlers.`,
-    );
+    return stepLeaseLost(this.#s.tool, name);
   }
 }

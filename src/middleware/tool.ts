@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { type ResolvedToolConfig, resolveToolConfig } from '../config/tool.js';
 import { type OmitTree, omitTreeOf } from '../contract/canonical-json.js';
-import { ToolLedgerError } from '../contract/errors.js';
 import { parameterHash } from '../contract/fingerprint.js';
 import { NotJsonError } from '../contract/json.js';
 import { assertStorableId, assertValidKey } from '../contract/keys.js';
@@ -23,6 +22,7 @@ import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';
 import type { CallFacts } from './facts.js';
 import { jobStatusOf } from './job-status.js';
+import { inputNotJson, keyRequired } from './messages.js';
 import { runRead } from './read.js';
 import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
@@ -94,13 +94,7 @@ function admitContext(tool: ResolvedToolConfig, context: CallContext): Refusal |
     (kind === 'read'
       ? undefined
       : context.key === undefined || context.key === null
-        ? rejected(
-            'key_required',
-            new ToolLedgerError(
-              'KEY_REQUIRED',
-              `Tool "${name}" changes the world and needs an idempotency key. Pass { key } naming this intent: reuse the same key when retrying the same request, and a new key for a new or changed request.`,
-            ),
-          )
+        ? rejected('key_required', keyRequired(name))
         : refuseIf('key_invalid', () => assertValidKey(context.key, name)))
   );
 }
@@ -114,14 +108,7 @@ function inputHash(
     return { hash: parameterHash(validated, volatile) };
   } catch (error) {
     if (!(error instanceof NotJsonError)) throw error;
-    return rejected(
-      'input_invalid',
-      new ToolLedgerError(
-        'INPUT_INVALID',
-        `Input for tool "${name}" is not JSON (${error.message}). Nothing was saved; pass JSON-safe values.`,
-        { cause: error, issues: [{ message: error.reason, path: [error.path] }] },
-      ),
-    );
+    return rejected('input_invalid', inputNotJson(name, error));
   }
 }
 

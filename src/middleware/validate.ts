@@ -1,5 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { ToolLedgerError, type ValidationIssue } from '../contract/errors.js';
+import type { ValidationIssue } from '../contract/errors.js';
+import { inputInvalid, validatorThrew } from './messages.js';
 
 function toIssue(issue: StandardSchemaV1.Issue): ValidationIssue {
   const path = issue.path?.map((segment) =>
@@ -25,21 +26,11 @@ export async function validateInput(
   try {
     result = await schema['~standard'].validate(input);
   } catch (error) {
-    throw new ToolLedgerError(
-      'INPUT_INVALID',
-      `The input validator of tool "${tool}" threw: ${String(error)}. Nothing was saved.`,
-      {
-        cause: error,
-      },
-    );
+    throw validatorThrew(tool, error);
   }
   if (result.issues) {
     const issues = result.issues.map(toIssue);
-    throw new ToolLedgerError(
-      'INPUT_INVALID',
-      `Invalid input for tool "${tool}": ${describe(issues)}. Nothing was saved; fix the arguments and call again (a new key is not needed).`,
-      { issues },
-    );
+    throw inputInvalid(tool, describe(issues), issues);
   }
   return result.value;
 }
