@@ -1,7 +1,9 @@
 // Which folder of src/ may import which (npm run depcheck; CI runs it next to lint). src/README.md draws the same
 // floors. Each room's rule lists what it may import; anything else in src/ is an arrow pointing the wrong way.
 //
-//   cli                                    on top: every room, the gateway and otel only through their entries
+//   cli                                    on top: every room, the gateway, console and otel only through their entries
+//   console                                the web console over support/ and auth/
+//   support                                what the CLI and the console read and decide: search, run view, audit
 //   gateway, integrations                  adapters over the public API: never the ledger (nor its SQL)
 //   create-ledger.ts, index.ts             the composition root and the root entry
 //   middleware                             the pipeline: validate, claim, run, complete, report
@@ -137,6 +139,26 @@ module.exports = {
       'create-ledger[.]ts$',
     ),
     room(
+      'layer-support',
+      'support/ is what people read and decide (the CLI and the console share it): statements of its own, the run view, scrubbing, resolve and forget.',
+      '^src/support/',
+      'support/',
+      'contract/',
+      'config/',
+      'ledger/',
+      'telemetry/',
+    ),
+    room(
+      'layer-console',
+      'console/ serves the web console over support/ and auth/; the CLI starts it through its entry.',
+      '^src/console/',
+      'console/',
+      'support/',
+      'auth/',
+      'contract/',
+      'ledger/',
+    ),
+    room(
       'layer-otel',
       'otel/ bootstraps the OpenTelemetry SDK over telemetry/ names; no library room imports it.',
       '^src/otel/',
@@ -151,7 +173,7 @@ module.exports = {
       from: {
         path: '^src/',
         pathNot:
-          '^src/(contract|auth|ledger|telemetry|config|middleware|integrations|gateway|otel|cli)/|^src/(create-ledger|index)[.]ts$',
+          '^src/(contract|auth|ledger|telemetry|config|middleware|integrations|gateway|otel|support|console|cli)/|^src/(create-ledger|index)[.]ts$',
       },
       to: { path: '^src/' },
     },
@@ -159,6 +181,11 @@ module.exports = {
       'gateway-through-its-entry',
       'The CLI runs the gateway through its public entry (tool-ledger/gateway), never its internals.',
       'gateway',
+    ),
+    throughEntry(
+      'console-through-its-entry',
+      'The CLI starts the console through its public entry (tool-ledger/console), never its internals.',
+      'console',
     ),
     {
       name: 'otel-through-its-entry',

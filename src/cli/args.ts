@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { usageError } from './cli-error.js';
 import type { Args, CliCommand, CommandOptions } from './command.js';
@@ -68,13 +67,4 @@ export function nonNegativeInt(name: string, value: string | undefined, fallback
 export function required(command: string, name: string, value: string | undefined): string {
   if (value === undefined || value === '') throw usageError(`${command} needs --${name}.`);
   return value;
-}
-
-/** Who ran a command that records its operator (`forget`, `resolve`), when --by is not given: the OS user. */
-export function osUser(env: NodeJS.ProcessEnv): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return env.USER ?? env.LOGNAME ?? 'unknown';
-  }
 }

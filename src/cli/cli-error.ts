@@ -1,4 +1,5 @@
 import { maskUrlPassword } from '../ledger/drivers/connection-url.js';
+import type { RefusalKind, SupportRefusal } from '../support/refusal.js';
 
 /** Exit codes are part of the CLI contract: scripts branch on them. */
 export const EXIT = {
@@ -31,4 +32,21 @@ export function maskDatabaseUrl(url: string): string {
   return masked === undefined
     ? '(unparseable connection string)'
     : masked.replace('password=%2A%2A%2A', 'password=***');
+}
+
+/** The exit code of each refusal of support/ (resolve, forget). */
+const REFUSAL_EXIT = {
+  not_found: EXIT.NOT_FOUND,
+  ambiguous: EXIT.USAGE,
+  invalid: EXIT.USAGE,
+  not_migrated: EXIT.FAILURE,
+  no_secret: EXIT.FAILURE,
+} as const satisfies Record<RefusalKind, number>;
+
+/** A refusal of support/ said as the CLI says errors. */
+export function cliErrorOf(refusal: SupportRefusal): CliError {
+  const code = REFUSAL_EXIT[refusal.kind];
+  return code === EXIT.USAGE
+    ? usageError(refusal.message)
+    : new CliError(refusal.message, code, { cause: refusal });
 }

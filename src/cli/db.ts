@@ -5,8 +5,8 @@ import { multiHostTarget, urlHasPassword } from '../ledger/drivers/connection-ur
 import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
 import type { PurgeConnection } from '../ledger/purge.js';
 import { isValidSchemaName } from '../ledger/sql.js';
+import { tableExistsSql } from '../support/sql.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './cli-error.js';
-import { tableExistsSql } from './support-sql.js';
 
 export interface Db {
   query<R>(text: string, params?: unknown[]): Promise<R[]>;

@@ -90,7 +90,3 @@ export function indent(text: string, by = '  '): string {
     .map((l) => by + escapeTerminal(l))
     .join('\n');
 }
-
-export function jaegerTraceUrl(base: string, traceId: string): string {
-  return `${base.replace(/\/+$/, '')}/trace/${encodeURIComponent(traceId)}`;
-}

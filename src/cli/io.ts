@@ -1,4 +1,5 @@
-import { CliError, EXIT } from './cli-error.js';
+import { SupportRefusal } from '../support/refusal.js';
+import { CliError, cliErrorOf, EXIT } from './cli-error.js';
 import { type Connection, connect, type Db } from './db.js';
 import { terminalSafeJson } from './format.js';
 
@@ -22,6 +23,7 @@ export async function withDb<T>(connection: Connection, fn: (db: Db) => Promise<
     return await fn(db);
   } catch (error) {
     if (error instanceof CliError) throw error;
+    if (error instanceof SupportRefusal) throw cliErrorOf(error);
     throw new CliError(
       `Database error: ${error instanceof Error ? error.message : String(error)}`,
       EXIT.FAILURE,

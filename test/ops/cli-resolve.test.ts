@@ -14,8 +14,7 @@ let ledger: Ledger;
 let runs = 0;
 
 function cli(args: string[]) {
-  const by = args[0] === 'resolve' ? ['--by', 'ana'] : [];
-  const r = spawnSync(process.execPath, [CLI_BIN, ...args, ...by, '--schema', schema], {
+  const r = spawnSync(process.execPath, [CLI_BIN, ...args, '--schema', schema], {
     env: { ...process.env, DATABASE_URL: databaseUrl() },
     encoding: 'utf8',
     timeout: 30_000,
@@ -60,11 +59,38 @@ describe('settling unknown outcomes from the CLI', () => {
     await pool.end();
   });
 
-  it('lists the runs in status unknown', () => {
+  it('lists the runs in status unknown, each with why, and stats counts them', () => {
     const listed = cli(['list', '--status', 'unknown', '--json']);
     expect(listed.code).toBe(0);
-    const keys = (JSON.parse(listed.stdout) as { runs: { key: string }[] }).runs.map((r) => r.key).sort();
-    expect(keys).toEqual(['k-failed', 'k-rerun', 'k-result']);
+    const runs = (JSON.parse(listed.stdout) as { runs: { key: string; why: string }[] }).runs;
+    expect(runs.map((r) => r.key).sort()).toEqual(['k-failed', 'k-rerun', 'k-result']);
+    for (const run of runs) expect(run.why).toMatch(/^started, never recorded: charge \(attempt 1\); /);
+    const text = cli(['list', '--status', 'unknown']).stdout;
+    expect(text).toMatch(
+      /why unknown:\n {2}default\/charge_card k-\w+: started, never recorded: charge \(attempt 1\)/,
+    );
+    const stats = cli(['stats']);
+    expect(stats.stdout).toMatch(/: 3 \(in_progress 0, succeeded 0, failed 0, unknown 3; /);
+    expect(JSON.parse(cli(['stats', '--json']).stdout).totals).toMatchObject({ total: 3, unknown: 3 });
+  });
+
+  it('resolve without --yes is a dry run that changes nothing, and --yes needs --by', async () => {
+    const dry = cli(['resolve', '--key', 'k-result', '--rerun']);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toMatch(
+      /1 run would be settled as rerun \(dry run: nothing changed; pass --yes --by WHO/,
+    );
+    expect(JSON.parse(cli(['resolve', '--key', 'k-result', '--rerun', '--json']).stdout)).toMatchObject({
+      dryRun: true,
+      runs: [{ tool: 'charge_card', key: 'k-result' }],
+    });
+    const noBy = cli(['resolve', '--key', 'k-result', '--rerun', '--yes']);
+    expect(noBy.code).toBe(2);
+    expect(noBy.stderr).toMatch(/resolve --yes needs --by WHO/);
+    const { rows } = await pool.query(
+      `SELECT status FROM "${schema}".tool_runs WHERE idempotency_key = 'k-result'`,
+    );
+    expect(rows).toEqual([{ status: 'unknown' }]);
   });
 
   it("inspect shows the run's steps, and which one's outcome is unknown", () => {
@@ -88,9 +114,21 @@ describe('settling unknown outcomes from the CLI', () => {
       '{"chargeId":"ch_seen"}',
       '--reason',
       'in Stripe',
+      '--yes',
+      '--by',
+      'ana',
     ]);
-    const failed = cli(['resolve', '--key', 'k-failed', '--failed', 'Not charged: card expired']);
-    const rerun = cli(['resolve', '--key', 'k-rerun', '--rerun']);
+    const failed = cli([
+      'resolve',
+      '--key',
+      'k-failed',
+      '--failed',
+      'Not charged: card expired',
+      '--yes',
+      '--by',
+      'ana',
+    ]);
+    const rerun = cli(['resolve', '--key', 'k-rerun', '--rerun', '--yes', '--by', 'ana']);
 
     // Assess
     expect(result).toMatchObject({ code: 0 });
@@ -123,7 +161,9 @@ describe('settling unknown outcomes from the CLI', () => {
   });
 
   it('refuses a key with no unknown run, and a command line without exactly one resolution', () => {
-    expect(cli(['resolve', '--key', 'k-result', '--rerun'])).toMatchObject({ code: 3 });
+    expect(cli(['resolve', '--key', 'k-result', '--rerun', '--yes', '--by', 'ana'])).toMatchObject({
+      code: 3,
+    });
     const both = cli(['resolve', '--key', 'k-x', '--rerun', '--failed', 'no']);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/exactly one of --result JSON/);

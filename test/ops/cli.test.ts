@@ -1,5 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -610,7 +609,7 @@ describe('issue 14: support finds, derives and forgets keys', () => {
     expect(await count()).toBe(2);
 
     const noSecret = await withoutStoredSecret(schema, () =>
-      cli(['forget', '--schema', schema, '--key', personal, '--yes'], {
+      cli(['forget', '--schema', schema, '--key', personal, '--yes', '--by', 'ana'], {
         env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
       }),
     );
@@ -641,7 +640,12 @@ describe('issue 14: support finds, derives and forgets keys', () => {
     expect(gone.stdout).not.toContain(personal);
     expect(await count()).toBe(1);
 
-    const rest = cli(['forget', '--schema', schema, '--key', personal, '--yes'], { env });
+    // --yes without --by is refused: the audit names a person, never the machine account the CLI ran as.
+    const noBy = cli(['forget', '--schema', schema, '--key', personal, '--yes'], { env });
+    expect(noBy.code).toBe(2);
+    expect(noBy.stderr).toContain('forget --yes needs --by WHO');
+    expect(await count()).toBe(1);
+    const rest = cli(['forget', '--schema', schema, '--key', personal, '--yes', '--by', 'bo'], { env });
     expect(rest.code, rest.stderr).toBe(0);
     expect(rest.stdout).toContain('Forgot 1 run');
     expect(await count()).toBe(0);
@@ -661,12 +665,14 @@ describe('issue 14: support finds, derives and forgets keys', () => {
       reason: 'GDPR request 88',
     });
     expect(rows[0].forgotten_at).toBeInstanceOf(Date);
-    // Without --by, the operating-system user is recorded.
-    expect(rows[1]).toMatchObject({ tenant_id: 'acme', forgotten_by: userInfo().username, reason: null });
+    expect(rows[1]).toMatchObject({ tenant_id: 'acme', forgotten_by: 'bo', reason: null });
 
-    const safe = cli(['forget', '--schema', schema, '--key', 'shared-7', '--tool', 'refund', '--yes'], {
-      env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
-    });
+    const safe = cli(
+      ['forget', '--schema', schema, '--key', 'shared-7', '--tool', 'refund', '--yes', '--by', 'ana'],
+      {
+        env: { TOOL_LEDGER_KEY_HASH_SECRET: undefined },
+      },
+    );
     expect(safe.code, safe.stderr).toBe(0);
     const { rows: safeRows } = await pool.query(
       `SELECT key_attribute, key_value FROM "${schema}".tool_runs_forgotten WHERE tool_name = 'refund'`,
@@ -676,9 +682,12 @@ describe('issue 14: support finds, derives and forgets keys', () => {
 
     // A key telemetry never emits (control characters) is still forgotten, and audited by its HMAC.
     const hostile = 'evil\u001b[2J\u202egnp.exe';
-    const h = cli(['forget', '--schema', schema, '--key', hostile, '--tool', 'hostile_ids', '--yes'], {
-      env,
-    });
+    const h = cli(
+      ['forget', '--schema', schema, '--key', hostile, '--tool', 'hostile_ids', '--yes', '--by', 'ana'],
+      {
+        env,
+      },
+    );
     expect(h.code, h.stderr).toBe(0);
     expect(h.stdout).toContain(`hmac:${hashKey(hostile, secret)}`);
     const { rows: hostileRows } = await pool.query(
@@ -748,9 +757,12 @@ describe('issue 11: support hashes a raw key under the secret the service uses, 
     expect(job.code, job.stderr).toBe(0);
     expect(job.stdout).not.toContain(unsafe);
     expect(job.stdout).toContain(`hmac:${hashKey(unsafe, secret)}`);
-    const gone = cli(['forget', '--schema', schema, '--key', unsafe, '--tool', 'erase_me', '--yes'], {
-      env: unset,
-    });
+    const gone = cli(
+      ['forget', '--schema', schema, '--key', unsafe, '--tool', 'erase_me', '--yes', '--by', 'ana'],
+      {
+        env: unset,
+      },
+    );
     expect(gone.code, gone.stderr).toBe(0);
     const { rows } = await pool.query(
       `SELECT key_value FROM "${schema}".tool_runs_forgotten WHERE tool_name = 'erase_me'`,

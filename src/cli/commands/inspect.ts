@@ -1,14 +1,15 @@
+import { auditedKey, keyForm } from '../../support/key-form.js';
+import { scrubText } from '../../support/scrub.js';
+import { forgottenByKeySql, forgottenTableExistsSql, runsByJobSql, runsByKeySql } from '../../support/sql.js';
+import { keyStory } from '../../support/trace.js';
 import { connectionOf, DEFAULT_JAEGER_URL, DEFAULT_LOGS_URL, required } from '../args.js';
 import { CliError, EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, type Db, requireLedgerTable } from '../db.js';
 import { fields, formatTime, plural, quoted } from '../format.js';
 import { type Io, print, withDb } from '../io.js';
-import { auditedKey, keyForm } from '../key-display.js';
-import { scrubText } from '../scrub.js';
 import { noSecretHelp, supportSecret } from '../support-secret.js';
-import { forgottenByKeySql, forgottenTableExistsSql, runsByJobSql, runsByKeySql } from '../support-sql.js';
-import { formatStory, keyStory } from '../trace.js';
+import { formatStory } from '../trace.js';
 import { describeLookup, describeRun, type InspectLookup, type InspectRow } from '../views/run.js';
 
 export const name = 'inspect';

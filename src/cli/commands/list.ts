@@ -1,12 +1,14 @@
+import { keyCell, keyForm } from '../../support/key-form.js';
+import { type InspectRow, unknownReason } from '../../support/run-view.js';
+import { listRunsSql } from '../../support/sql.js';
+import { jaegerTraceUrl } from '../../support/trace.js';
 import { connectionOf, DEFAULT_JAEGER_URL, positiveInt } from '../args.js';
 import { EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, requireLedgerTable } from '../db.js';
-import { formatDuration, formatTime, jaegerTraceUrl, plural, quoted, table } from '../format.js';
+import { escapeTerminal, formatDuration, formatTime, plural, quoted, table } from '../format.js';
 import { type Io, print, withDb } from '../io.js';
-import { keyCell, keyForm } from '../key-display.js';
 import { supportSecret } from '../support-secret.js';
-import { listRunsSql } from '../support-sql.js';
 
 export const name = 'list';
 
@@ -78,6 +80,8 @@ interface ListRow {
   conflict_count: number;
   lease_lapsed: boolean | null;
   lapsed_seconds: number | null;
+  error_json: Record<string, unknown> | null;
+  steps: InspectRow['steps'];
 }
 
 export interface ListOptions {
@@ -121,6 +125,7 @@ export async function run(io: Io, opts: ListOptions): Promise<number> {
     conflictCount: r.conflict_count,
     traceId: r.trace_id,
     jaegerUrl: r.trace_id ? jaegerTraceUrl(opts.jaegerUrl, r.trace_id) : null,
+    ...(r.status === 'unknown' ? { why: unknownReason(r) } : {}),
   }));
   print(
     io,
@@ -154,7 +159,11 @@ export async function run(io: Io, opts: ListOptions): Promise<number> {
         ]),
       );
       const more = runs.length === opts.limit ? `\n(first ${opts.limit}; raise --limit to see more)` : '';
-      return `${plural(runs.length, what)}:\n${body}${more}`;
+      // Each unknown run says why under the table: the reason is too long for a column.
+      const why = runs
+        .filter((r) => r.why !== undefined)
+        .map((r) => `  ${escapeTerminal(`${r.tenant}/${r.tool} ${keyCell(r)}: ${r.why}`)}`);
+      return `${plural(runs.length, what)}:\n${body}${more}${why.length === 0 ? '' : `\nwhy unknown:\n${why.join('\n')}`}`;
     },
   );
   return EXIT.OK;

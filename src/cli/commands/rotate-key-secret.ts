@@ -1,5 +1,6 @@
 import { rotateStoredSecret } from '../../ledger/settings.js';
 import { settingsTable } from '../../ledger/sql.js';
+import { keySecretUpdatedAtSql, settingsTableExistsSql } from '../../support/sql.js';
 import { configuredSecret } from '../../telemetry/key-secret.js';
 import { KEY_HASH_SECRET_ENV } from '../../telemetry/vocabulary.js';
 import { connectionOf } from '../args.js';
@@ -8,7 +9,6 @@ import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, queryable } from '../db.js';
 import { formatTime } from '../format.js';
 import { type Io, print, withDb } from '../io.js';
-import { keySecretUpdatedAtSql, settingsTableExistsSql } from '../support-sql.js';
 
 export const name = 'rotate-key-secret';
 

@@ -1,11 +1,11 @@
 import { runsTable } from '../../ledger/sql.js';
+import { statsSql } from '../../support/sql.js';
 import { connectionOf } from '../args.js';
 import { EXIT } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, requireLedgerTable } from '../db.js';
-import { quoted, table } from '../format.js';
+import { escapeTerminal, quoted, table } from '../format.js';
 import { type Io, print, withDb } from '../io.js';
-import { statsSql } from '../support-sql.js';
 
 export const name = 'stats';
 
@@ -50,11 +50,13 @@ export async function run(io: Io, opts: StatsOptions): Promise<number> {
     expired: Number(r.expired),
     conflicts: Number(r.conflicts),
   }));
-  const totals = { total: 0, in_progress: 0, succeeded: 0, failed: 0, stale: 0, expired: 0, conflicts: 0 };
+  // Every status the rows hold is counted, the four of every ledger always (unknown: interrupted effects that
+  // wait for a person), and any other (a later version's) after them, so the summary adds up to the total.
+  const byStatus: Record<string, number> = { in_progress: 0, succeeded: 0, failed: 0, unknown: 0 };
+  const totals = { total: 0, stale: 0, expired: 0, conflicts: 0 };
   for (const r of byTool) {
     totals.total += r.count;
-    if (r.status === 'in_progress' || r.status === 'succeeded' || r.status === 'failed')
-      totals[r.status] += r.count;
+    byStatus[r.status] = (byStatus[r.status] ?? 0) + r.count;
     totals.stale += r.stale;
     totals.expired += r.expired;
     totals.conflicts += r.conflicts;
@@ -62,13 +64,20 @@ export async function run(io: Io, opts: StatsOptions): Promise<number> {
   print(
     io,
     opts.json,
-    { schema: opts.connection.schema, tenant: opts.tenant ?? null, totals, byTool },
+    {
+      schema: opts.connection.schema,
+      tenant: opts.tenant ?? null,
+      totals: { ...totals, ...byStatus },
+      byTool,
+    },
     () => {
       // The tenant is echoed as typed, escaped: it may have been pasted from a hostile row or ticket.
       const scope = `${runsTable(opts.connection.schema)}${opts.tenant ? ` for tenant ${quoted(opts.tenant)}` : ''}`;
       if (byTool.length === 0) return `No runs in ${scope}.`;
       return [
-        `Runs in ${scope}: ${totals.total} (in_progress ${totals.in_progress}, succeeded ${totals.succeeded}, failed ${totals.failed}; stale ${totals.stale}, expired ${totals.expired}, conflicts ${totals.conflicts})`,
+        `Runs in ${scope}: ${totals.total} (${Object.entries(byStatus)
+          .map(([status, count]) => `${escapeTerminal(status)} ${count}`)
+          .join(', ')}; stale ${totals.stale}, expired ${totals.expired}, conflicts ${totals.conflicts})`,
         '',
         table(
           ['TOOL', 'STATUS', 'COUNT', 'STALE', 'EXPIRED', 'CONFLICTS'],

@@ -7,7 +7,7 @@ import {
 } from '../ledger/sql.js';
 
 /**
- * Read-only statements of the support CLI. They live apart from the ledger's hot-path SQL because they serve
+ * The statements of support (the CLI and the console) that the ledger's hot path never sends. They live apart from the ledger's hot-path SQL because they serve
  * people, not calls: wider column lists, filters that may be absent, and no locking.
  */
 
@@ -27,6 +27,9 @@ const DETAIL_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, u
 export function listRunsSql(schema: string): string {
   return `SELECT id::text AS id, tenant_id, tool_name, idempotency_key, status, attempt, lease_owner, lease_expires_at,
   started_at, updated_at, completed_at, trace_id, conflict_count,
+  -- Why a run is unknown: the recorded error and the steps started but never recorded.
+  CASE WHEN status = 'unknown' THEN error_json END AS error_json,
+  CASE WHEN status = 'unknown' THEN to_jsonb(tool_runs.*) -> 'steps' END AS steps,
   (status = 'in_progress' AND lease_expires_at <= now()) AS lease_lapsed,
   CASE WHEN status = 'in_progress' AND lease_expires_at <= now()
     THEN extract(epoch FROM now() - lease_expires_at)::float8 END AS lapsed_seconds

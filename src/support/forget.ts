@@ -1,0 +1,86 @@
+import type { SupportDb } from './db.js';
+import { auditedKey, type KeyForm, keyForm } from './key-form.js';
+import { SupportRefusal } from './refusal.js';
+import { noSecretHelp } from './secret.js';
+import { forgetKeySql, forgottenTableExistsSql, runsByKeySql } from './sql.js';
+
+export interface ForgetRequest {
+  readonly key: string;
+  readonly tenant?: string | undefined;
+  readonly tool?: string | undefined;
+  /** Who forgets: the CLI's --by, the console's signed-in identity. Never empty. */
+  readonly by: string;
+  readonly reason?: string | undefined;
+  /** Only list what would be deleted; change nothing. */
+  readonly dryRun: boolean;
+  readonly secret: string | undefined;
+}
+
+export interface ForgottenRun {
+  readonly runId: string;
+  readonly tenant: string;
+  readonly tool: string;
+  /** When it was deleted; null in a dry run. */
+  readonly forgottenAt: Date | null;
+}
+
+export interface ForgetOutcome {
+  readonly dryRun: boolean;
+  readonly form: KeyForm;
+  /** How the audit records the key (its telemetry attribute and value); null when it cannot (no secret). */
+  readonly recordedKey: { readonly attribute: string; readonly value: string } | null;
+  readonly runs: readonly ForgottenRun[];
+}
+
+/**
+ * Deletes a key's runs and records each deletion (who, when, why, the key as telemetry shows it) in one statement;
+ * as a dry run, lists the runs it would delete.
+ */
+export async function forgetKey(
+  db: SupportDb,
+  schema: string,
+  request: ForgetRequest,
+): Promise<ForgetOutcome> {
+  if (request.by.trim() === '')
+    throw new SupportRefusal('invalid', 'Forgetting names who did it: give the operator (--by WHO).');
+  const form = keyForm(request.key, request.secret);
+  const recordedKey = auditedKey(form);
+  const params = [request.key, request.tenant ?? null, request.tool ?? null];
+  if (request.dryRun) {
+    const rows = await db.query<{ id: string; tenant_id: string; tool_name: string }>(
+      runsByKeySql(schema),
+      params,
+    );
+    const runs = rows.map((r) => ({
+      runId: r.id,
+      tenant: r.tenant_id,
+      tool: r.tool_name,
+      forgottenAt: null,
+    }));
+    return { dryRun: true, form, recordedKey, runs };
+  }
+  const [audit] = await db.query<{ exists: boolean }>(forgottenTableExistsSql, [schema]);
+  if (!audit?.exists) {
+    throw new SupportRefusal(
+      'not_migrated',
+      `Schema "${schema}" has no forget audit table yet. Run \`tool-ledger migrate --schema ${schema}\`, then forget again.`,
+    );
+  }
+  if (recordedKey === null) {
+    throw new SupportRefusal(
+      'no_secret',
+      `This key may hold personal data, so the audit records only its HMAC, and there is no secret to make it: ${noSecretHelp(schema)}, then forget again.`,
+    );
+  }
+  const rows = await db.query<{ run_id: string; tenant_id: string; tool_name: string; forgotten_at: Date }>(
+    forgetKeySql(schema),
+    [...params, recordedKey.attribute, recordedKey.value, request.by, request.reason ?? null],
+  );
+  const runs = rows.map((r) => ({
+    runId: r.run_id,
+    tenant: r.tenant_id,
+    tool: r.tool_name,
+    forgottenAt: r.forgotten_at as Date | null,
+  }));
+  return { dryRun: false, form, recordedKey, runs };
+}
