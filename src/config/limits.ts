@@ -1,7 +1,7 @@
 import { ToolLedgerError } from '../contract/errors.js';
 
-// The bounds every option is checked against, the checks themselves, and the small resolvers of `purgeExpired()`,
-// `close()` and the gateway's session timeout. The ledger's options resolve in ./ledger.ts, a tool's in ./tool.ts.
+// The bounds every option is checked against, the checks themselves, and the small resolvers of `purgeExpired()` and
+// `close()`. The ledger's options resolve in ./ledger.ts, a tool's in ./tool.ts, the gateway's in ./gateway.ts.
 
 /** A `CONFIG_INVALID` error: what is wrong with an option, and what it takes. */
 export function invalid(message: string): ToolLedgerError {
@@ -73,20 +73,4 @@ export function resolvePurgeRate(maxRowsPerSecond: number | undefined): number {
 /** `close()`'s timeout in milliseconds, defaults resolved. */
 export function resolveCloseTimeoutMs(timeoutSeconds: number | undefined): number {
   return checkSeconds('timeoutSeconds', timeoutSeconds, CLOSE_DEFAULTS.timeoutSeconds, 0) * 1000;
-}
-
-export const GATEWAY_DEFAULTS = Object.freeze({ sessionIdleTimeoutMs: 30 * 60 * 1000 });
-
-/**
- * The gateway's HTTP session idle timeout in milliseconds, defaults resolved: 0 keeps idle sessions open; otherwise
- * at most the longest timer Node can set.
- */
-export function resolveSessionIdleTimeoutMs(value: number | undefined): number {
-  const ms = value ?? GATEWAY_DEFAULTS.sessionIdleTimeoutMs;
-  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_TIMER_SECONDS * 1000) {
-    throw invalid(
-      `sessionIdleTimeoutMs must be a whole number of milliseconds from 0 (never) to ${MAX_TIMER_SECONDS * 1000}, got ${String(value)}.`,
-    );
-  }
-  return ms;
 }

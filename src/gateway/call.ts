@@ -25,7 +25,6 @@ import { NotSentError, type UpstreamRequests } from './upstream.js';
 /** `reason` of the ToolFailure that carries an upstream result with `isError: true` through the ledger. */
 export const UPSTREAM_TOOL_ERROR = 'upstream_tool_error';
 
-const DEFAULT_TIMEOUT_SECONDS = 60;
 const TRACER_NAME = 'tool-ledger-gateway';
 
 type ToolResult = Record<string, unknown> & { content?: unknown[] };
@@ -184,6 +183,8 @@ export interface CallRequest {
   readonly upstream: UpstreamRequests;
   readonly identity: GatewayIdentity;
   readonly keyField: string;
+  /** The wait for the upstream's answer when the tool sets no `timeoutSeconds` (the gateway's settings). */
+  readonly defaultTimeoutMs: number;
   readonly transport: CallTransport;
   readonly signal: AbortSignal | undefined;
 }
@@ -245,7 +246,10 @@ async function answerCall(
     upstream: request.upstream,
     params,
     meta,
-    timeoutMs: (facts.options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
+    timeoutMs:
+      facts.options.timeoutSeconds === undefined
+        ? request.defaultTimeoutMs
+        : facts.options.timeoutSeconds * 1000,
     signal: request.signal,
   };
   if (facts.kind === 'read') {

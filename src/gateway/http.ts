@@ -24,7 +24,10 @@ export interface HttpIdentityOptions {
 /** Carried on the transport's `authInfo.extra`, where the session reads each call's identity. */
 export const IDENTITY_KEY = 'tool-ledger/identity';
 
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** A request body over the gateway's `maxRequestBytes`: answered 413 before it is parsed. */
+class BodyTooLarge extends Error {
+  override readonly name = 'BodyTooLarge';
+}
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name.toLowerCase()];
@@ -38,17 +41,24 @@ function claim(claims: Record<string, unknown>, name: string | undefined): strin
   return typeof value === 'string' && value.length > 0 ? value : undefined;
 }
 
-function refuse(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
+function refuse(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message } }));
 }
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
+async function readBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) throw new BodyTooLarge();
   let size = 0;
   const chunks: Buffer[] = [];
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new Error('request body too large');
+    if (size > maxBytes) throw new BodyTooLarge();
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -93,10 +103,35 @@ interface HttpSession {
   idle?: NodeJS.Timeout;
 }
 
+/** What `/readyz` answers: ready or not, and each check's state in words. */
+export interface Readiness {
+  readonly ready: boolean;
+  readonly checks: Readonly<Record<string, string>>;
+}
+
 /** A listening Streamable HTTP gateway. */
 export interface HttpListener {
   readonly url: URL;
+  /**
+   * Stops accepting: the listening socket closes, `/readyz` answers 503 on connections still open, and new MCP
+   * requests get 503 with Retry-After, so a load balancer sends them to another replica.
+   */
+  stopAccepting(): void;
   close(): Promise<void>;
+}
+
+/** `/healthz` (the process serves) and `/readyz` (it should get traffic); no identity needed for either. */
+async function health(
+  req: IncomingMessage,
+  res: ServerResponse,
+  readiness: () => Promise<Readiness>,
+): Promise<boolean> {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method !== 'GET' || (path !== '/healthz' && path !== '/readyz')) return false;
+  const body = path === '/healthz' ? { ready: true, checks: { process: 'serving' } } : await readiness();
+  res.writeHead(body.ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(JSON.stringify({ status: body.ready ? 'ok' : 'unavailable', checks: body.checks }));
+  return true;
 }
 
 /**
@@ -112,11 +147,18 @@ export async function listenHttp(options: {
   /** Close a session after this long without a request and without a call in flight; 0 never. */
   readonly idleTimeoutMs: number;
   readonly openSession: (transport: HttpServerTransport) => Promise<GatewaySession>;
+  /** The largest request body read; a larger one gets 413. */
+  readonly maxRequestBytes: number;
+  /** What `/readyz` reports (while serving; a draining gateway is never ready). */
+  readonly readiness: () => Promise<Readiness>;
   readonly log: (line: string) => void;
 }): Promise<HttpListener> {
   const sessions = new Map<string, HttpSession>();
   // One verifier for the listener, so a JWKS is fetched once and cached, not per request.
   const verifier = options.identity.token ? createTokenVerifier(options.identity.token) : undefined;
+  let draining = false;
+  const readiness = async (): Promise<Readiness> =>
+    draining ? { ready: false, checks: { gateway: 'draining' } } : options.readiness();
 
   // A client that went away without DELETE would hold its upstream connection (or spawned server) forever.
   const touch = (id: string, known: HttpSession) => {
@@ -136,6 +178,13 @@ export async function listenHttp(options: {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (await health(req, res, readiness)) return;
+    if (draining) {
+      res.setHeader('connection', 'close');
+      return refuse(res, 503, 'The gateway is shutting down; send the request again (to another replica).', {
+        'retry-after': '1',
+      });
+    }
     const who = await identify(req, options.identity, verifier, options.fallback);
     if ('refused' in who) return refuse(res, who.status, who.refused);
     (req as IncomingMessage & { auth?: unknown }).auth = {
@@ -144,7 +193,7 @@ export async function listenHttp(options: {
       scopes: [],
       extra: { [IDENTITY_KEY]: who },
     };
-    const body = req.method === 'POST' ? await readBody(req) : undefined;
+    const body = req.method === 'POST' ? await readBody(req, options.maxRequestBytes) : undefined;
     const sessionId = header(req, 'mcp-session-id');
     if (sessionId !== undefined) {
       const known = sessions.get(sessionId);
@@ -182,6 +231,14 @@ export async function listenHttp(options: {
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
+      if (error instanceof BodyTooLarge) {
+        res.setHeader('connection', 'close');
+        return refuse(
+          res,
+          413,
+          `The request body is larger than this gateway takes (${options.maxRequestBytes} bytes).`,
+        );
+      }
       options.log(`tool-ledger gateway: HTTP request failed: ${(error as Error).message}`);
       if (!res.headersSent)
         refuse(res, error instanceof SyntaxError ? 400 : 500, 'The request could not be handled.');
@@ -204,11 +261,19 @@ export async function listenHttp(options: {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: new URL(`http://${host}:${address.port}/mcp`),
+    stopAccepting() {
+      if (draining) return;
+      draining = true;
+      // No new connections; the ones open get 503 for new work and are closed once idle.
+      server.close();
+      server.closeIdleConnections?.();
+    },
     async close() {
+      draining = true;
       for (const known of sessions.values()) clearTimeout(known.idle);
       await Promise.allSettled([...sessions.values()].map((s) => s.session.close()));
       server.closeAllConnections?.();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
     },
   };
 }

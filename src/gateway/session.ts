@@ -1,3 +1,4 @@
+import type { GatewaySettings } from '../config/gateway.js';
 import type { Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
 import type { LedgerTool } from '../middleware/tool.js';
@@ -8,9 +9,6 @@ import type { GatewayIdentity, GatewayTransport, JsonRpcMessage, TransportExtra 
 import { UpstreamRequests } from './upstream.js';
 import { UpstreamLiveness } from './upstream-liveness.js';
 
-// How long a closing session waits for calls in flight to be answered before it closes the client side.
-const DRAIN_TIMEOUT_MS = 15_000;
-
 /** What every session of one gateway shares: the ledger and its tools, the catalog and the settings. */
 export interface SessionShared {
   readonly ledger: Ledger;
@@ -20,6 +18,10 @@ export interface SessionShared {
   /** Whether the upstream is reached over HTTP, whose death only pings reveal. */
   readonly pingUpstream: boolean;
   readonly log: (line: string) => void;
+  /** The resolved timings: ping, drain and the default call timeout. */
+  readonly settings: GatewaySettings;
+  /** Starts the session's upstream transport; a command that cannot be spawned is an error that says so. */
+  readonly startUpstream: (transport: GatewayTransport) => Promise<void>;
   /** The identity of a call from what its transport says. */
   readonly identity: (extra: TransportExtra | undefined) => GatewayIdentity;
 }
@@ -72,7 +74,7 @@ export class GatewaySession {
     this.requests = new UpstreamRequests(upstream, shared.log);
     this.#tools = new ToolLookup(shared.catalog, this.requests, shared.log);
     this.#liveness = shared.pingUpstream
-      ? new UpstreamLiveness(this.requests, {
+      ? new UpstreamLiveness(this.requests, shared.settings, {
           log: shared.log,
           closing: () => this.#closing,
           gone: () => this.#upstreamClosed(),
@@ -99,7 +101,7 @@ export class GatewaySession {
     this.downstream.onmessage = (message, extra) => this.#fromClient(message, extra);
     this.downstream.onclose = () => void this.close();
     this.downstream.onerror = (error) => this.shared.log(`tool-ledger gateway: client: ${error.message}`);
-    await this.upstream.start();
+    await this.shared.startUpstream(this.upstream);
     await this.downstream.start();
     this.#liveness?.start(() => this.requests.pending > 0 || this.#relayed.size > 0);
   }
@@ -253,6 +255,7 @@ export class GatewaySession {
         upstream: this.requests,
         identity: this.shared.identity(extra),
         keyField: this.shared.keyField,
+        defaultTimeoutMs: this.shared.settings.upstreamCallTimeoutMs,
         transport,
         signal: abort.signal,
       });
@@ -301,7 +304,7 @@ export class GatewaySession {
     if (this.#closing) return this.closed;
     this.#closing = true;
     this.#liveness?.stop();
-    const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+    const deadline = Date.now() + this.shared.settings.drainTimeoutMs;
     await this.#drain(deadline);
     this.requests.closeAll();
     await this.upstream.close().catch(() => {});

@@ -1,31 +1,34 @@
-import { resolveSessionIdleTimeoutMs } from '../config/limits.js';
+import { type GatewaySettingsOptions, resolveGatewaySettings } from '../config/gateway.js';
 import type { LedgerOptions } from '../config/options.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { createLedger, type Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
 import { ToolCatalog } from './catalog.js';
-import { type HttpIdentityOptions, IDENTITY_KEY, listenHttp } from './http.js';
+import { type HttpIdentityOptions, IDENTITY_KEY, listenHttp, type Readiness } from './http.js';
 import { isCommand, stdioServerTransport, upstreamTransport } from './sdk.js';
 import { GatewaySession, type SessionShared } from './session.js';
-import type { GatewayIdentity, GatewayOptions, GatewayTransport, TransportExtra } from './types.js';
+import type {
+  GatewayIdentity,
+  GatewayOptions,
+  GatewayTransport,
+  TransportExtra,
+  UrlUpstream,
+} from './types.js';
+import { connectUpstream, startUpstream, urlUpstreamAnswers } from './upstream-probe.js';
 
 const DEFAULT_KEY_FIELD = 'idempotency_key';
 
-/** Options of `startGateway`: the gateway's, plus which side the clients connect on. */
-export interface StartGatewayOptions extends GatewayOptions {
+/**
+ * Options of `startGateway`: the gateway's, its timings and bounds (`GatewaySettingsOptions`, documented with their
+ * defaults in docs/gateway.md), plus which side the clients connect on.
+ */
+export interface StartGatewayOptions extends GatewayOptions, GatewaySettingsOptions {
   /**
    * Serve Streamable HTTP on this address; without it the gateway speaks stdio on this process's stdin and
    * stdout (or on `downstream`).
    * @default undefined (stdio)
    */
   readonly listen?: { readonly host: string; readonly port: number };
-  /**
-   * For HTTP: a client session with no request for this long, and no call in flight, is closed with its upstream
-   * connection (or its spawned server); the client's next request gets 404 and opens a new session. 0 keeps idle
-   * sessions until the client ends them.
-   * @default 1800000 (30 minutes)
-   */
-  readonly sessionIdleTimeoutMs?: number;
   /** For HTTP: where each call's tenant and user come from. @default {} (the fixed `tenant` and `user`) */
   readonly identity?: HttpIdentityOptions;
   /**
@@ -45,7 +48,10 @@ export interface RunningGateway {
   readonly upstreamPid: number | undefined;
   /** Settles when the gateway has stopped (in stdio mode: when the client or the upstream went away). */
   readonly closed: Promise<void>;
-  /** Answers the calls in flight, closes every connection and the ledger it opened. */
+  /**
+   * Drains and stops: over HTTP it stops accepting (new requests get 503, `/readyz` says not ready), answers the
+   * calls in flight within `drainTimeoutMs`, then closes every connection and the ledger it opened.
+   */
   close(): Promise<void>;
 }
 
@@ -61,6 +67,18 @@ function checkKeyField(field: string): string {
     );
   }
   return field;
+}
+
+function checkIdentity(options: GatewayOptions): void {
+  for (const field of ['tenant', 'user'] as const) {
+    const value = options[field];
+    if (value !== undefined && (typeof value !== 'string' || value.trim() === '' || value.length > 256)) {
+      throw new ToolLedgerError(
+        'CONFIG_INVALID',
+        `The gateway's ${field} must be a non-empty name of at most 256 characters, got ${JSON.stringify(value)}. Leave it out for ${field === 'tenant' ? 'the tenant "default"' : 'no user'}.`,
+      );
+    }
+  }
 }
 
 function checkTools(options: GatewayOptions): void {
@@ -93,8 +111,9 @@ function checkTools(options: GatewayOptions): void {
  */
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
   checkTools(options);
+  checkIdentity(options);
   const keyField = checkKeyField(options.keyField ?? DEFAULT_KEY_FIELD);
-  const idleTimeoutMs = resolveSessionIdleTimeoutMs(options.sessionIdleTimeoutMs);
+  const settings = resolveGatewaySettings(pickSettings(options));
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const ownsLedger = !isLedger(options.ledger);
   const ledger = isLedger(options.ledger) ? options.ledger : await createLedger(options.ledger ?? {});
@@ -111,6 +130,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     network: options.listen ? 'tcp' : 'pipe',
     pingUpstream: !isCommand(options.upstream),
     log,
+    settings,
+    startUpstream: (transport) => startUpstream(options.upstream, transport),
     identity: (extra: TransportExtra | undefined) => {
       const carried = extra?.authInfo?.extra?.[IDENTITY_KEY];
       return isRecord(carried) ? (carried as unknown as GatewayIdentity) : fallback;
@@ -128,12 +149,19 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
 
   try {
     if (options.listen) {
+      const upstreamReady = await checkUpstreamAtStart(
+        options.upstream,
+        settings.upstreamConnectTimeoutMs,
+        log,
+      );
       const listener = await listenHttp({
         host: options.listen.host,
         port: options.listen.port,
         identity: options.identity ?? {},
         fallback,
-        idleTimeoutMs,
+        idleTimeoutMs: settings.sessionIdleTimeoutMs,
+        maxRequestBytes: settings.maxRequestBytes,
+        readiness: upstreamReady,
         openSession: async (transport) => (await openSession(transport)).session,
         log,
       });
@@ -148,6 +176,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         closed,
         close: () => {
           closing ??= (async () => {
+            listener.stopAccepting();
             await listener.close();
             await stopLedger();
             resolveClosed();
@@ -178,4 +207,65 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     await stopLedger().catch(() => {});
     throw error;
   }
+}
+
+const SETTING_NAMES = [
+  'upstreamPingIntervalMs',
+  'upstreamPingTimeoutMs',
+  'upstreamPingMisses',
+  'upstreamCallTimeoutMs',
+  'upstreamConnectTimeoutMs',
+  'sessionIdleTimeoutMs',
+  'drainTimeoutMs',
+  'maxRequestBytes',
+] as const satisfies readonly (keyof GatewaySettingsOptions)[];
+
+function pickSettings(options: StartGatewayOptions): GatewaySettingsOptions {
+  const picked: Record<string, number | undefined> = {};
+  for (const name of SETTING_NAMES) if (options[name] !== undefined) picked[name] = options[name];
+  return picked as GatewaySettingsOptions;
+}
+
+/**
+ * Checks the upstream before the gateway serves anyone. A command is spawned and initialized once (a missing
+ * command fails the start with an error that says so); an HTTP upstream that does not answer yet is logged and
+ * reported by `/readyz` until it does. Answers what `/readyz` reports about the upstream.
+ */
+async function checkUpstreamAtStart(
+  upstream: StartGatewayOptions['upstream'],
+  timeoutMs: number,
+  log: (line: string) => void,
+): Promise<() => Promise<Readiness>> {
+  if (isCommand(upstream)) {
+    const probe = await connectUpstream(upstream, timeoutMs, log);
+    await probe.transport.close().catch(() => {});
+    // Each session spawns its own server; one spawned and initialized at start shows the command works.
+    return async () => ({ ready: true, checks: { ledger: 'open', upstream: 'command starts' } });
+  }
+  const url = upstream as UrlUpstream;
+  let last = { at: 0, answers: await urlUpstreamAnswers(url, timeoutMs) };
+  last.at = Date.now();
+  if (!last.answers) {
+    log(
+      `tool-ledger gateway: the upstream MCP server at ${String(url.url)} does not answer yet; /readyz says not ready until it does.`,
+    );
+  }
+  let checking: Promise<void> | undefined;
+  return async () => {
+    // At most one check a second, one at a time, however often an orchestrator asks.
+    if (Date.now() - last.at > 1000) {
+      checking ??= urlUpstreamAnswers(url, Math.min(timeoutMs, 2000))
+        .then((answers) => {
+          last = { at: Date.now(), answers };
+        })
+        .finally(() => {
+          checking = undefined;
+        });
+      await checking;
+    }
+    return {
+      ready: last.answers,
+      checks: { ledger: 'open', upstream: last.answers ? 'answers' : 'does not answer' },
+    };
+  };
 }

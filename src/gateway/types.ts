@@ -55,7 +55,7 @@ export interface GatewayToolOptions {
   readonly onUnknown?: 'rerun' | 'fail';
   /**
    * How long to wait for the upstream's answer to one call. Past it the outcome is unknown: the request was sent.
-   * @default 60
+   * @default the gateway's upstreamCallTimeoutMs (60000 ms)
    */
   readonly timeoutSeconds?: number;
 }

@@ -3,10 +3,12 @@
 // final, and the client side closes only after that answer went out. The session is built in this process so the
 // test can hold its close at the moment between the upstream side and the client side; the upstream is the npm
 // "everything" server over the SDK's real Streamable HTTP client transport, the client the SDK's in-memory pair.
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { resolveGatewaySettings } from '../../src/config/gateway.js';
 import { createLedger, type Ledger } from '../../src/create-ledger.js';
 import { ToolCatalog } from '../../src/gateway/catalog.js';
 import { GatewaySession } from '../../src/gateway/session.js';
@@ -104,6 +106,8 @@ it('answers a call that arrives while the session closes, before the client side
       network: 'tcp',
       pingUpstream: true,
       log: (line) => log.push(line),
+      settings: resolveGatewaySettings(),
+      startUpstream: (transport) => transport.start(),
       identity: () => ({ tenant: 'acme', user: undefined }),
     },
     downstream,

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { resolveSessionIdleTimeoutMs } from '../../src/config/limits.js';
+import { resolveSessionIdleTimeoutMs } from '../../src/config/gateway.js';
 import {
   type AnyClient,
   type Child,
@@ -63,11 +63,13 @@ const alive = (pid: number) => {
 };
 
 it('closes an idle HTTP session and releases its upstream', async () => {
+  // The gateway spawned the server once at start, to check the command; that one has exited.
+  const before = pids().length;
   const client = await httpClient('1.x', gateway.url);
   clients.push(client);
   await client.ping();
-  await eventually(() => pids().length === 1);
-  const upstream = pids()[0] as number;
+  await eventually(() => pids().length === before + 1);
+  const upstream = pids()[before] as number;
   // Nothing more from the client: the session times out and its server exits.
   await eventually(() => !alive(upstream));
   expect(gateway.stderr()).toMatch(/closing session \S+, idle for/);
@@ -79,8 +81,8 @@ it('closes an idle HTTP session and releases its upstream', async () => {
   expect(tools.length).toBeGreaterThan(0);
 });
 
-it('defaults to 30 minutes; 0 keeps idle sessions; a negative or fractional value is refused', () => {
-  expect(resolveSessionIdleTimeoutMs(undefined)).toBe(1_800_000);
+it('defaults to 2 minutes; 0 keeps idle sessions; a negative or fractional value is refused', () => {
+  expect(resolveSessionIdleTimeoutMs(undefined)).toBe(120_000);
   expect(resolveSessionIdleTimeoutMs(0)).toBe(0);
   expect(() => resolveSessionIdleTimeoutMs(-1)).toThrow(/sessionIdleTimeoutMs must be a whole number/);
   expect(() => resolveSessionIdleTimeoutMs(1.5)).toThrow(/sessionIdleTimeoutMs/);

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { type GatewaySettingsOptions, resolveGatewaySettings } from '../../config/gateway.js';
 import type { LedgerOptions } from '../../config/options.js';
 import { ToolLedgerError } from '../../contract/errors.js';
 import type { StartGatewayOptions, TokenVerification } from '../../gateway/index.js';
-import { CliError, EXIT, usageError } from '../cli-error.js';
+import { CliError, EXIT } from '../cli-error.js';
 import type { Args, ArgvRules, CommandHelp, CommandOptions } from '../command.js';
 import { hasPassword } from '../db.js';
 import type { Io } from '../io.js';
@@ -52,7 +53,16 @@ Upstream and clients
   --session-idle-timeout MS
                          HTTP: close a client session (and its upstream connection or spawned
                          server) after MS milliseconds without a request or a call in flight;
-                         0 never (default: 1800000, 30 minutes)
+                         0 never (default: 120000, 2 minutes)
+  --upstream-timeout MS  Wait for the upstream's answer to a call (default: 60000; a tool's
+                         timeoutSeconds in --config wins); past it the outcome is unknown
+  --upstream-connect-timeout MS
+                         Wait for the upstream to start and answer at start-up (default: 30000)
+  --upstream-ping-interval MS
+                         Ping an HTTP upstream this often while calls wait (default: 15000; 0 off)
+  --drain-timeout MS     On SIGTERM: stop accepting, answer the calls in flight within MS, then exit
+                         (default: 15000)
+  --max-request-bytes N  HTTP: answer 413 to a larger request body (default: 4194304)
   --key-field NAME       Name of the key argument (default: idempotency_key)
   -h, --help             Show this text
 
@@ -86,6 +96,11 @@ export const options = {
   'upstream-header': { type: 'string', multiple: true },
   listen: { type: 'string' },
   'session-idle-timeout': { type: 'string' },
+  'upstream-timeout': { type: 'string' },
+  'upstream-connect-timeout': { type: 'string' },
+  'upstream-ping-interval': { type: 'string' },
+  'drain-timeout': { type: 'string' },
+  'max-request-bytes': { type: 'string' },
   'key-field': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies CommandOptions;
@@ -118,7 +133,43 @@ const HTTP_ONLY = [
   'tenant-claim',
   'user-claim',
   'session-idle-timeout',
+  'max-request-bytes',
 ] as const;
+
+/** Command-line flags of the gateway's settings (src/config/gateway.ts), each a whole number. */
+const SETTING_FLAGS = {
+  'session-idle-timeout': 'sessionIdleTimeoutMs',
+  'upstream-timeout': 'upstreamCallTimeoutMs',
+  'upstream-connect-timeout': 'upstreamConnectTimeoutMs',
+  'upstream-ping-interval': 'upstreamPingIntervalMs',
+  'drain-timeout': 'drainTimeoutMs',
+  'max-request-bytes': 'maxRequestBytes',
+} as const satisfies Record<string, keyof GatewaySettingsOptions>;
+
+/** A usage error of this command: it points to its own help page. */
+function gatewayUsage(message: string): CliError {
+  return new CliError(`${message}\nRun \`tool-ledger gateway --help\` for usage.`, EXIT.USAGE);
+}
+
+function settingsOf(args: Args): GatewaySettingsOptions {
+  const settings: Record<string, number> = {};
+  for (const [flag, field] of Object.entries(SETTING_FLAGS)) {
+    const value = args.str(flag);
+    if (value === undefined) continue;
+    if (!/^\d{1,10}$/.test(value)) {
+      const unit = flag === 'max-request-bytes' ? 'bytes' : 'milliseconds';
+      throw gatewayUsage(`--${flag} takes a whole number of ${unit}; got ${JSON.stringify(value)}.`);
+    }
+    settings[field] = Number(value);
+  }
+  try {
+    resolveGatewaySettings(settings);
+  } catch (error) {
+    const flag = Object.entries(SETTING_FLAGS).find(([, f]) => (error as Error).message.startsWith(f))?.[0];
+    throw gatewayUsage(`${flag ? `--${flag}: ` : ''}${(error as Error).message}`);
+  }
+  return settings;
+}
 
 /** The command line as `startGateway` options; every mistake in it is a usage error before anything starts. */
 export async function parse(args: Args, io: Io): Promise<GatewayCommandOptions> {
@@ -126,27 +177,34 @@ export async function parse(args: Args, io: Io): Promise<GatewayCommandOptions> 
   const command = args.tail;
   const url = str('upstream');
   if ((url === undefined) === (command.length === 0)) {
-    throw usageError(
+    throw gatewayUsage(
       'gateway needs the MCP server to stand in front of: a command after -- (tool-ledger gateway -- npx -y @modelcontextprotocol/server-filesystem /srv), or --upstream URL.',
     );
   }
   const listen = str('listen') === undefined ? undefined : parseListen(str('listen') as string);
   if (url !== undefined && listen === undefined) {
-    throw usageError('--upstream URL needs --listen HOST:PORT: an HTTP upstream is served to HTTP clients.');
+    throw gatewayUsage(
+      '--upstream URL needs --listen HOST:PORT: an HTTP upstream is served to HTTP clients.',
+    );
   }
   if (listen === undefined) {
     const given = HTTP_ONLY.filter((name) => str(name) !== undefined);
     if (given.length > 0)
-      throw usageError(`--${given[0]} applies to --listen (HTTP) only; over stdio use --tenant and --user.`);
+      throw gatewayUsage(
+        `--${given[0]} applies to --listen (HTTP) only; over stdio use --tenant and --user.`,
+      );
   }
   const ledger = ledgerOf(args, io);
   const token = tokenOf(args, io);
-  const idle = str('session-idle-timeout');
-  if (idle !== undefined && !/^\d{1,10}$/.test(idle)) {
-    throw usageError(
-      `--session-idle-timeout takes milliseconds (0 for never), for example 600000 for 10 minutes; got ${JSON.stringify(idle)}.`,
-    );
+  for (const field of ['tenant', 'user'] as const) {
+    const value = str(field);
+    if (value !== undefined && value.trim() === '') {
+      throw gatewayUsage(
+        `--${field} is empty. Give a name (--${field} acme), or leave --${field} out for ${field === 'tenant' ? 'the tenant "default"' : 'no user'}.`,
+      );
+    }
   }
+  const settings = settingsOf(args);
   const file =
     str('config') === undefined ? {} : (await gatewayEntry()).readGatewayConfig(str('config') as string);
   const [program, ...programArgs] = command;
@@ -164,7 +222,7 @@ export async function parse(args: Args, io: Io): Promise<GatewayCommandOptions> 
       ? {}
       : { keyField: str('key-field') ?? file.keyField }),
     ...(listen === undefined ? {} : { listen }),
-    ...(idle === undefined ? {} : { sessionIdleTimeoutMs: Number(idle) }),
+    ...settings,
     identity: {
       ...(str('tenant-header') === undefined ? {} : { tenantHeader: str('tenant-header') }),
       ...(str('user-header') === undefined ? {} : { userHeader: str('user-header') }),
@@ -180,16 +238,16 @@ export async function parse(args: Args, io: Io): Promise<GatewayCommandOptions> 
 function ledgerOf(args: Args, io: Io): LedgerOptions {
   const databaseUrl = args.str('database-url');
   if (databaseUrl !== undefined && hasPassword(databaseUrl)) {
-    throw usageError(
+    throw gatewayUsage(
       '--database-url carries a password, which every user of this machine can read in ps. Put it in PGPASSWORD (or the whole URL in DATABASE_URL) and pass --database-url without it.',
     );
   }
   const connectionString = databaseUrl ?? io.env.DATABASE_URL;
   const pglite = args.str('pglite');
   if (pglite !== undefined && databaseUrl !== undefined)
-    throw usageError('Pass --database-url or --pglite, not both.');
+    throw gatewayUsage('Pass --database-url or --pglite, not both.');
   if (pglite === undefined && !connectionString) {
-    throw usageError(
+    throw gatewayUsage(
       'gateway needs a durable ledger: set DATABASE_URL, pass --database-url postgres://user@host:5432/db, or --pglite DIR for an embedded one.',
     );
   }
@@ -207,10 +265,10 @@ function tokenOf(args: Args, io: Io): TokenVerification | undefined {
   const keyFile = str('token-public-key');
   const jwksUrl = str('token-jwks-url');
   if ([secretEnv, keyFile, jwksUrl].filter((v) => v !== undefined).length > 1)
-    throw usageError('Pass one of --token-secret-env, --token-public-key and --token-jwks-url.');
+    throw gatewayUsage('Pass one of --token-secret-env, --token-public-key and --token-jwks-url.');
   if (secretEnv !== undefined) {
     const secret = io.env[secretEnv];
-    if (!secret) throw usageError(`--token-secret-env ${secretEnv}: $${secretEnv} is not set.`);
+    if (!secret) throw gatewayUsage(`--token-secret-env ${secretEnv}: $${secretEnv} is not set.`);
     token = { secret };
   } else if (keyFile !== undefined) {
     token = { publicKey: readFileSync(keyFile, 'utf8') };
@@ -225,11 +283,18 @@ function tokenOf(args: Args, io: Io): TokenVerification | undefined {
     };
   }
   if (str('tenant-claim') !== undefined || str('user-claim') !== undefined) {
-    throw usageError(
+    throw gatewayUsage(
       '--tenant-claim and --user-claim need a verified token: add --token-secret-env, --token-public-key or --token-jwks-url.',
     );
   }
   return undefined;
+}
+
+/** A start-up failure in the gateway's words: the library's messages speak of createLedger, users ran a command. */
+function startMessage(error: ToolLedgerError): string {
+  if (error.code !== 'LEDGER_UNAVAILABLE') return `tool-ledger gateway: ${error.message}`;
+  const cause = error.cause instanceof Error ? error.cause.message : error.message;
+  return `tool-ledger gateway could not open its ledger database (${cause}). Check --database-url or DATABASE_URL (or --pglite DIR), that the database is reachable, and the credentials; then start the gateway again.`;
 }
 
 /** Runs the gateway until the client or the upstream goes away, or a signal stops it. */
@@ -238,11 +303,15 @@ export async function run(io: Io, options: GatewayCommandOptions): Promise<numbe
   try {
     const { startGateway } = await gatewayEntry();
     const gateway = await startGateway(options).catch((error: unknown) => {
-      if (error instanceof ToolLedgerError) throw new CliError(error.message, EXIT.FAILURE, { cause: error });
+      if (error instanceof ToolLedgerError)
+        throw new CliError(startMessage(error), EXIT.FAILURE, { cause: error });
       throw error;
     });
     if (gateway.url) io.err(`tool-ledger gateway: serving MCP (Streamable HTTP) at ${gateway.url.href}`);
-    const stop = () => void gateway.close();
+    const stop = () => {
+      if (gateway.url) io.err('tool-ledger gateway: stopping: draining the calls in flight.');
+      void gateway.close();
+    };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     await gateway.closed;
@@ -258,7 +327,7 @@ function parseListen(value: string): { host: string; port: number } {
   const match = value.match(/^(\[[^\]]+\]|[^:]+):(\d{1,5})$/);
   const port = match ? Number(match[2]) : Number.NaN;
   if (!match || port > 65535)
-    throw usageError(
+    throw gatewayUsage(
       `--listen must be HOST:PORT (for example 127.0.0.1:8808), got ${JSON.stringify(value)}.`,
     );
   return { host: (match[1] as string).replace(/^\[|\]$/g, ''), port };
@@ -268,7 +337,7 @@ function parseHeaders(values: readonly string[]): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const value of values) {
     const at = value.indexOf(':');
-    if (at < 1) throw usageError(`--upstream-header must be "Name: value", got ${JSON.stringify(value)}.`);
+    if (at < 1) throw gatewayUsage(`--upstream-header must be "Name: value", got ${JSON.stringify(value)}.`);
     headers[value.slice(0, at).trim()] = value.slice(at + 1).trim();
   }
   return headers;
