@@ -1,4 +1,5 @@
 import { type CliCommand, command } from './command.js';
+import * as consoleCommand from './commands/console.js';
 import * as deriveKey from './commands/derive-key.js';
 import * as forget from './commands/forget.js';
 import * as gateway from './commands/gateway.js';
@@ -29,4 +30,5 @@ export const COMMANDS: readonly CliCommand<unknown>[] = [
   command(resolve),
   command(stats),
   command(gateway),
+  command(consoleCommand),
 ];

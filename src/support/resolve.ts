@@ -1,6 +1,8 @@
 import type { SupportDb } from './db.js';
 import { auditedKey, type KeyForm, keyForm } from './key-form.js';
 import { SupportRefusal } from './refusal.js';
+import { scrubText } from './scrub.js';
+import { resolvedByRunSql } from './search-sql.js';
 import { noSecretHelp } from './secret.js';
 import { resolvedTableExistsSql, resolveUnknownSql, unknownRunsByKeySql } from './sql.js';
 
@@ -180,4 +182,30 @@ export async function resolveUnknown(
     resolvedAt: r.resolved_at,
   }));
   return { dryRun: false, form, runs };
+}
+
+/** One settlement of a run, as its audit records it; the reason (free text) scrubbed. */
+export interface Settlement {
+  readonly resolution: string;
+  readonly by: string;
+  readonly at: Date;
+  readonly reason: string | null;
+}
+
+/** The settlements recorded for a run, oldest first; none before migration 7. */
+export async function settlementsOf(db: SupportDb, schema: string, runId: string): Promise<Settlement[]> {
+  const [table] = await db.query<{ exists: boolean }>(resolvedTableExistsSql, [schema]);
+  if (!table?.exists) return [];
+  const rows = await db.query<{
+    resolution: string;
+    resolved_by: string;
+    resolved_at: Date;
+    reason: string | null;
+  }>(resolvedByRunSql(schema), [runId]);
+  return rows.map((r) => ({
+    resolution: r.resolution,
+    by: r.resolved_by,
+    at: r.resolved_at,
+    reason: r.reason === null ? null : scrubText(r.reason),
+  }));
 }

@@ -17,7 +17,11 @@ interface StepRecordView {
 
 /** A run's steps for support: status, attempt and times, results and errors scrubbed like the run's. */
 export function stepsView(row: InspectRow) {
-  return Object.entries(row.steps ?? {}).map(([name, step]) => {
+  // In the order they started (the column keeps them by name, as jsonb orders keys).
+  const ordered = Object.entries(row.steps ?? {}).sort(
+    ([a, x], [b, y]) => (x.startedAt ?? '').localeCompare(y.startedAt ?? '') || a.localeCompare(b),
+  );
+  return ordered.map(([name, step]) => {
     let result: unknown = null;
     if (typeof step.result === 'string') {
       try {

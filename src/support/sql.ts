@@ -68,6 +68,11 @@ WHERE idempotency_key = $1::text AND ($2::text IS NULL OR tenant_id = $2::text) 
 ORDER BY tenant_id, tool_name, id`;
 }
 
+/** One run by its id (the console's run page). $1 id. */
+export function runByIdSql(schema: string): string {
+  return `SELECT ${DETAIL_COLUMNS} FROM ${runsTable(schema)} WHERE id = $1::bigint`;
+}
+
 /** Runs of one background job. $1 job id, $2 tenant or null, $3 tool or null. */
 export function runsByJobSql(schema: string): string {
   return `SELECT ${DETAIL_COLUMNS} FROM ${runsTable(schema)}

@@ -49,6 +49,17 @@ describe('the built package, imported by name', () => {
     expect(heavy).toEqual([]);
   });
 
+  it('serves the console from its subpath export, tool-ledger/console', async () => {
+    const schema = uniqueSchema('pkg_console');
+    const output = execFileSync(
+      process.execPath,
+      [join(fixtures, 'console-consumer.mjs'), databaseUrl(), schema],
+      { cwd: root, encoding: 'utf8' },
+    );
+    await backend.sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    expect(line(output, 'SERVED')).toEqual({ status: 200, overview: true, writable: false });
+  });
+
   it('publishes type declarations for every entry point', async () => {
     const { exports } = (await import(join(root, 'package.json'), { with: { type: 'json' } })).default as {
       exports: Record<string, { types?: string; import?: string } | string>;

@@ -51,6 +51,13 @@ export const DOCKER_COMPOSE = program(
 export const PROMTOOL = program('promtool', ['--version'], DEBIAN_PROMETHEUS);
 export const PROMETHEUS = program('prometheus', ['--version'], DEBIAN_PROMETHEUS);
 
+/** Debian's Chromium, which the console's browser tests drive with playwright-core (a devDependency). */
+export const CHROMIUM = program(
+  process.env.TOOL_LEDGER_CHROMIUM ?? 'chromium',
+  ['--version'],
+  'Debian/Ubuntu: apt-get install chromium (or set TOOL_LEDGER_CHROMIUM to a Chromium binary)',
+);
+
 const announced = new Set<string>();
 
 /**

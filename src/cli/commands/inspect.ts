@@ -1,4 +1,5 @@
 import { auditedKey, keyForm } from '../../support/key-form.js';
+import { settlementsOf } from '../../support/resolve.js';
 import { scrubText } from '../../support/scrub.js';
 import { forgottenByKeySql, forgottenTableExistsSql, runsByJobSql, runsByKeySql } from '../../support/sql.js';
 import { keyStory } from '../../support/trace.js';
@@ -6,7 +7,7 @@ import { connectionOf, DEFAULT_JAEGER_URL, DEFAULT_LOGS_URL, required } from '..
 import { CliError, EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, type Db, requireLedgerTable } from '../db.js';
-import { fields, formatTime, plural, quoted } from '../format.js';
+import { escapeTerminal, fields, formatTime, plural, quoted } from '../format.js';
 import { type Io, print, withDb } from '../io.js';
 import { noSecretHelp, supportSecret } from '../support-secret.js';
 import { formatStory } from '../trace.js';
@@ -132,7 +133,7 @@ export interface InspectOptions {
 export async function run(io: Io, opts: InspectOptions): Promise<number> {
   const { lookup } = opts;
   const schema = opts.connection.schema;
-  const { rows, secret, forgotten } = await withDb(opts.connection, async (db) => {
+  const { rows, secret, forgotten, settled } = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, schema);
     const sql = lookup.by === 'key' ? runsByKeySql(schema) : runsByJobSql(schema);
     const found = await db.query<InspectRow>(sql, [
@@ -146,7 +147,8 @@ export async function run(io: Io, opts: InspectOptions): Promise<number> {
       found.length === 0 && lookup.by === 'key'
         ? await forgottenRuns(db, schema, lookup, secret?.secret)
         : [];
-    return { rows: found, secret, forgotten };
+    const settled = await Promise.all(found.map((row) => settlementsOf(db, schema, row.id)));
+    return { rows: found, secret, forgotten, settled };
   });
   if (rows.length === 0 && forgotten.length > 0) {
     const records = forgotten.map(describeForgotten);
@@ -178,15 +180,27 @@ export async function run(io: Io, opts: InspectOptions): Promise<number> {
   // Support typed a key, so it is shown as given; a key found through its job is shown the way telemetry shows it.
   const showKey = (key: string) =>
     lookup.by === 'key' ? { key, keyHash: null } : keyForm(key, secret?.secret);
-  const described = rows.map((row) =>
-    describeRun(
+  const described = rows.map((row, i) => {
+    const run = describeRun(
       row,
       showKey(row.idempotency_key),
       row.user_id === null ? null : keyForm(row.user_id, secret?.secret),
       opts.jaegerUrl,
       schema,
-    ),
-  );
+    );
+    // How an operator settled it (tool-ledger resolve, or the console), from the audit.
+    const resolutions = settled[i] ?? [];
+    if (resolutions.length === 0) return run;
+    return {
+      data: { ...run.data, resolutions },
+      text: `${run.text}\nsettled (tool_runs_resolved):\n${resolutions
+        .map(
+          (r) =>
+            `  ${formatTime(r.at)} as ${r.resolution} by ${escapeTerminal(r.by)}${r.reason === null ? '' : `: ${escapeTerminal(r.reason)}`}`,
+        )
+        .join('\n')}`,
+    };
+  });
   const trace = opts.trace;
   const runs =
     trace === undefined

@@ -1,0 +1,89 @@
+// Public API of `tool-ledger/console`: the ledger console, a web UI served from the ledger database. Every export
+// here is public and follows semver.
+import pg from 'pg';
+import { ToolLedgerError } from '../contract/errors.js';
+import { maskUrlPassword } from '../ledger/drivers/connection-url.js';
+import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
+import { tableExistsSql } from '../support/sql.js';
+import { type ConsoleOptions, resolveConsoleOptions } from './options.js';
+import { listenConsole } from './server.js';
+
+export type { TokenVerification } from '../auth/jwt.js';
+export {
+  type ConsoleAuth,
+  type ConsoleJwt,
+  type ConsoleOptions,
+  type ConsoleRole,
+  type ConsoleToken,
+  isLoopback,
+  parseTokens,
+} from './options.js';
+
+/** A running console. */
+export interface RunningConsole {
+  /** Where it listens, for example http://127.0.0.1:4320/. */
+  readonly url: URL;
+  /** Whether operators may decide here (`allowWrites`, and an identity to record). */
+  readonly writable: boolean;
+  /** Stops listening and closes the database pool. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the ledger console: search, run pages with steps, audit and trace timeline, the inboxes of what needs a
+ * person, and an overview. Read-only unless `allowWrites`; without `auth` it listens on loopback only.
+ */
+export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
+  const resolved = resolveConsoleOptions(options);
+  const { Client = pg.Client, ...connect } = pgConnectOptions(
+    pg.Client,
+    resolved.connectionString,
+    10_000,
+    resolved.env,
+  );
+  const writable = resolved.allowWrites && (resolved.auth !== undefined || resolved.operator !== undefined);
+  // A read-only console cannot write even through a bug; every statement is bounded in time.
+  const pool = new pg.Pool({
+    ...connect,
+    Client,
+    max: 4,
+    idleTimeoutMillis: 30_000,
+    options: `-c statement_timeout=15000${writable ? '' : ' -c default_transaction_read_only=on'}`,
+  });
+  pool.on('error', () => {});
+  const db = {
+    query: async <R>(text: string, params?: unknown[]) => (await pool.query(text, params)).rows as R[],
+  };
+  try {
+    const [row] = await db.query<{ exists: boolean }>(tableExistsSql, [resolved.schema]);
+    if (!row?.exists) {
+      throw new ToolLedgerError(
+        'CONFIG_INVALID',
+        `Schema "${resolved.schema}" has no tool_runs table. Check the schema, or create it with \`tool-ledger migrate --schema ${resolved.schema}\`.`,
+      );
+    }
+  } catch (error) {
+    await pool.end().catch(() => {});
+    if (error instanceof ToolLedgerError) throw error;
+    throw new ToolLedgerError(
+      'LEDGER_UNAVAILABLE',
+      `The console cannot reach ${maskUrlPassword(resolved.connectionString, '***') ?? 'the database'}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  let listening: Awaited<ReturnType<typeof listenConsole>>;
+  try {
+    listening = await listenConsole(resolved, db);
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw error;
+  }
+  return {
+    url: listening.url,
+    writable,
+    async close() {
+      await listening.close();
+      await pool.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,343 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ToolLedgerError } from '../contract/errors.js';
+import type { SupportDb } from '../support/db.js';
+import { SupportRefusal } from '../support/refusal.js';
+import { resolutionOf, resolveUnknown } from '../support/resolve.js';
+import { searchRuns } from '../support/search.js';
+import { CONSOLE_CSS, WATERFALL_JS } from './assets.js';
+import { html } from './html.js';
+import { BadForm, readForm, redirect, sameOrigin, securityHeaders, send } from './http.js';
+import { Authenticator, COOKIE, type Identity } from './identity.js';
+import { notice, type PageContext, page } from './layout.js';
+import type { ResolvedConsoleOptions } from './options.js';
+import { approvalsPage } from './pages/approvals.js';
+import { unknownInbox } from './pages/inbox.js';
+import { overviewPage } from './pages/overview.js';
+import { runPage } from './pages/run.js';
+import { defaultSearchForm, type SearchForm, searchFormMarkup, searchResultsMarkup } from './pages/search.js';
+import { signinPage } from './pages/signin.js';
+import { ConsoleReads, INBOX_LIMIT } from './reads.js';
+
+/** A listening console. */
+export interface ListeningConsole {
+  readonly url: URL;
+  close(): Promise<void>;
+}
+
+/** An answer to a refused request, said as a page. */
+class Refused extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const REFUSAL_STATUS = {
+  not_found: 404,
+  ambiguous: 409,
+  invalid: 400,
+  not_migrated: 409,
+  no_secret: 409,
+} as const;
+
+const SEARCH_FIELDS = ['key', 'tenant', 'tool', 'status', 'user', 'from', 'to'] as const;
+
+/** A `datetime-local` value read as UTC. */
+function utc(value: string, name: string): Date {
+  const date = new Date(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(value) ? `${value}Z` : 'invalid');
+  if (Number.isNaN(date.getTime()))
+    throw new Refused(400, `${name} must be a date and time, as YYYY-MM-DDTHH:MM.`);
+  return date;
+}
+
+/** The console's pages and decisions, one method per route; `handle` answers a request. */
+export class ConsoleApp {
+  readonly #options: ResolvedConsoleOptions;
+  readonly #db: SupportDb;
+  readonly #auth: Authenticator;
+  readonly #reads: ConsoleReads;
+  /** Writes need the flag and someone to record: an authenticated identity, or the named local operator. */
+  readonly writable: boolean;
+
+  constructor(options: ResolvedConsoleOptions, db: SupportDb) {
+    this.#options = options;
+    this.#db = db;
+    this.#auth = new Authenticator(options);
+    this.#reads = new ConsoleReads(db, options);
+    this.writable = options.allowWrites && (options.auth !== undefined || options.operator !== undefined);
+  }
+
+  #context(identity: Identity): PageContext {
+    return {
+      identity,
+      writable: this.writable,
+      csrf: this.#auth.csrfToken(identity),
+      schema: this.#options.schema,
+    };
+  }
+
+  #respond(
+    res: ServerResponse,
+    status: number,
+    title: string,
+    ctx: PageContext | undefined,
+    body: ReturnType<typeof html>,
+    current?: string,
+    script?: string,
+  ): void {
+    send(
+      res,
+      status,
+      page(title, ctx, body, {
+        ...(current === undefined ? {} : { current }),
+        ...(script === undefined ? {} : { script }),
+      }),
+    );
+  }
+
+  async #signin(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.#auth.required) return redirect(res, '/');
+    if (req.method === 'GET') return this.#respond(res, 200, 'Sign in', undefined, signinPage(undefined));
+    if (!sameOrigin(req)) throw new Refused(403, 'This form was sent from another site.');
+    const form = await readForm(req);
+    const token = form.get('token') ?? '';
+    const who = token === '' ? undefined : await this.#auth.check(token, true);
+    if (who === undefined || 'status' in who) {
+      this.#options.log(
+        `tool-ledger console: sign-in refused (${who === undefined ? 'no token' : who.reason})`,
+      );
+      return this.#respond(res, 401, 'Sign in', undefined, signinPage(who?.message ?? 'Paste your token.'));
+    }
+    const secure = req.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
+    res.setHeader(
+      'set-cookie',
+      `${COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/${secure}`,
+    );
+    return redirect(res, '/');
+  }
+
+  async #search(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: PageContext,
+    form: Map<string, string> | undefined,
+  ) {
+    if (form === undefined) {
+      return this.#respond(res, 200, 'Search', ctx, searchFormMarkup(defaultSearchForm(), ctx), '/search');
+    }
+    const fields = Object.fromEntries(
+      SEARCH_FIELDS.map((k) => [k, k === 'key' ? (form.get(k) ?? '') : (form.get(k) ?? '').trim()]),
+    ) as unknown as SearchForm;
+    const filled: SearchForm = {
+      ...defaultSearchForm(),
+      ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== '')),
+    };
+    const result = await searchRuns(
+      this.#db,
+      this.#options.schema,
+      {
+        key: filled.key,
+        tenant: filled.tenant,
+        tool: filled.tool,
+        status: filled.status,
+        user: filled.user,
+        from: utc(filled.from, 'From'),
+        to: utc(filled.to, 'To'),
+      },
+      await this.#reads.secret(),
+      form.get('cursor') || undefined,
+    );
+    void req;
+    return this.#respond(
+      res,
+      200,
+      'Search',
+      ctx,
+      html`${searchFormMarkup(filled, ctx)}${searchResultsMarkup(filled, result, ctx)}`,
+      '/search',
+    );
+  }
+
+  async #resolve(res: ServerResponse, ctx: PageContext, id: string, form: Map<string, string>) {
+    if (!this.writable)
+      throw new Refused(403, 'This console is read-only: it was started without --allow-writes.');
+    if (ctx.identity.role !== 'operator')
+      throw new Refused(403, 'Resolving needs the operator role; you are a viewer.');
+    const reason = (form.get('reason') ?? '').trim();
+    if (reason === '') throw new Refused(400, 'Give a reason: it is recorded with your name.');
+    const kind = form.get('resolution');
+    const resolution = resolutionOf({
+      ...(kind === 'result' ? { result: form.get('result') ?? '' } : {}),
+      ...(kind === 'failed' ? { failed: form.get('failed') ?? '' } : {}),
+      rerun: kind === 'rerun',
+    });
+    const row = await this.#reads.row(id);
+    if (row === undefined) throw new Refused(404, `No run ${id}.`);
+    const outcome = await resolveUnknown(this.#db, this.#options.schema, {
+      key: row.idempotency_key,
+      tenant: row.tenant_id,
+      tool: row.tool_name,
+      resolution,
+      by: ctx.identity.actor,
+      reason,
+      dryRun: false,
+      secret: await this.#reads.secret(),
+    });
+    this.#options.log(
+      `tool-ledger console: run ${id} resolved as ${resolution.kind} by ${ctx.identity.actor}`,
+    );
+    const back = form.get('return');
+    const target = back === '/inbox/unknown' ? back : `/runs/${id}`;
+    return redirect(res, `${target}?done=${outcome.runs.length === 0 ? 'nothing' : 'resolved'}`);
+  }
+
+  /** Answers one request; a refusal is thrown (`Refused`, `SupportRefusal`, `BadForm`) and said by the caller. */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://console.invalid');
+    const path = url.pathname;
+    if (req.method === 'GET' && path === '/static/console.css')
+      return send(res, 200, CONSOLE_CSS, 'text/css; charset=utf-8');
+    if (req.method === 'GET' && path === '/static/waterfall.js')
+      return send(res, 200, WATERFALL_JS, 'text/javascript; charset=utf-8');
+    if (path === '/favicon.ico') return send(res, 404, '', 'text/plain');
+    if (path === '/signin') return this.#signin(req, res);
+    const who = await this.#auth.identify(req);
+    if ('status' in who) {
+      this.#options.log(`tool-ledger console: ${req.method} ${path} refused (${who.reason})`);
+      return this.#respond(
+        res,
+        who.status,
+        who.status === 401 ? 'Sign in' : 'Not allowed',
+        undefined,
+        signinPage(who.message),
+      );
+    }
+    const ctx = this.#context(who);
+    let form: Map<string, string> | undefined;
+    if (req.method === 'POST') {
+      if (!sameOrigin(req)) throw new Refused(403, 'This form was sent from another site.');
+      form = await readForm(req);
+      if (!this.#auth.csrfValid(who, form.get('csrf')))
+        throw new Refused(403, 'This form has no valid CSRF token: reload the page and send it again.');
+    } else if (req.method !== 'GET' && req.method !== 'HEAD') {
+      throw new Refused(405, `${req.method} is not allowed here.`);
+    }
+    const done = url.searchParams.get('done');
+    const news =
+      done === 'resolved'
+        ? notice('status', 'Resolved: recorded in the audit with your name.')
+        : done === 'nothing'
+          ? notice('alert', 'Nothing changed: the run had left status unknown meanwhile.')
+          : html``;
+    const run = /^\/runs\/(\d{1,19})$/.exec(path);
+    const resolveMatch = /^\/runs\/(\d{1,19})\/resolve$/.exec(path);
+    if (path === '/signout' && form !== undefined) {
+      res.setHeader('set-cookie', `${COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`);
+      return redirect(res, '/signin');
+    }
+    if (path === '/' && form === undefined) {
+      const hours = [1, 6, 24, 72, 168].includes(Number(url.searchParams.get('hours')))
+        ? Number(url.searchParams.get('hours'))
+        : 24;
+      return this.#respond(
+        res,
+        200,
+        'Overview',
+        ctx,
+        overviewPage(await this.#reads.overview(hours), hours),
+        '/',
+      );
+    }
+    if (path === '/search') return this.#search(req, res, ctx, form);
+    if (run !== null && form === undefined) {
+      const found = await this.#reads.run(run[1] as string);
+      if (found === undefined) throw new Refused(404, `No run ${run[1]} in schema ${this.#options.schema}.`);
+      return this.#respond(
+        res,
+        200,
+        `Run ${found.data.id}`,
+        ctx,
+        html`${news}${runPage(found.data, found.audit, found.timeline, ctx)}`,
+        undefined,
+        found.timeline.kind === 'story' ? '/static/waterfall.js' : undefined,
+      );
+    }
+    if (resolveMatch !== null && form !== undefined)
+      return this.#resolve(res, ctx, resolveMatch[1] as string, form);
+    if (path === '/inbox/unknown' && form === undefined)
+      return this.#respond(
+        res,
+        200,
+        'Unknown outcomes',
+        ctx,
+        html`${news}${unknownInbox(await this.#reads.unknownInbox(), ctx, INBOX_LIMIT)}`,
+        '/inbox/unknown',
+      );
+    if (path === '/inbox/approvals' && form === undefined)
+      return this.#respond(res, 200, 'Approvals', ctx, approvalsPage(), '/inbox/approvals');
+    throw new Refused(404, 'No such page.');
+  }
+}
+
+export async function listenConsole(
+  options: ResolvedConsoleOptions,
+  db: SupportDb,
+): Promise<ListeningConsole> {
+  const app = new ConsoleApp(options, db);
+  const respond = (res: ServerResponse, status: number, message: string) =>
+    send(
+      res,
+      status,
+      page(
+        status === 404 ? 'Not found' : 'Refused',
+        undefined,
+        html`${notice('alert', message)}<p><a href="/">Back to the overview</a></p>`,
+      ),
+    );
+  const server: Server = createServer((req, res) => {
+    securityHeaders(res);
+    app.handle(req, res).catch((error: unknown) => {
+      const status =
+        error instanceof Refused
+          ? error.status
+          : error instanceof SupportRefusal
+            ? REFUSAL_STATUS[error.kind]
+            : error instanceof BadForm
+              ? 400
+              : 500;
+      const message =
+        error instanceof Refused || error instanceof SupportRefusal || error instanceof BadForm
+          ? error.message
+          : 'The console could not answer: see its log.';
+      options.log(
+        `tool-ledger console: ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname} answered ${status}${status === 500 ? `: ${(error as Error).message}` : ''}`,
+      );
+      if (res.headersSent) return res.end();
+      respond(res, status, message);
+    });
+  });
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', (error) =>
+      reject(
+        new ToolLedgerError(
+          'CONFIG_INVALID',
+          `The console cannot listen on ${options.host}:${options.port} (${error.message}). Pick a free port with --port.`,
+          { cause: error },
+        ),
+      ),
+    );
+    server.listen(options.port, options.host, resolveListen);
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: new URL(`http://${host}:${address.port}/`),
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections?.();
+        server.close(() => done());
+      }),
+  };
+}

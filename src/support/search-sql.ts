@@ -1,0 +1,65 @@
+import { resolvedTable, runsTable } from '../ledger/sql.js';
+
+// The console's reads (search, overview, inbox, a run by id): every value a bound parameter, every filter that may
+// be absent written so that Postgres, planning with the values (node-postgres sends unnamed statements), drops it.
+
+/** The columns of a search hit: enough for a row of results, nothing from the result or error. */
+const HIT_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user_id, status, final, attempt,
+  conflict_count, created_at, created_at::text AS created_at_text, updated_at, completed_at, trace_id,
+  (status = 'in_progress' AND lease_expires_at <= now()) AS lease_lapsed`;
+
+/**
+ * Runs matching a search, newest first, a page at a time (keyset: the last row's created_at and id).
+ * $1 key or null, $2 tenant or null, $3 tool or null, $4 status or null, $5 user or null, $6 from (inclusive),
+ * $7 to (exclusive), $8 page after created_at or null, $9 page after id or null, $10 limit.
+ * A key search is answered by the key index; the others by the created_at index within the time range.
+ */
+export function searchRunsSql(schema: string): string {
+  return `SELECT ${HIT_COLUMNS}
+FROM ${runsTable(schema)}
+WHERE ($1::text IS NULL OR idempotency_key = $1::text)
+  AND ($2::text IS NULL OR tenant_id = $2::text)
+  AND ($3::text IS NULL OR tool_name = $3::text)
+  AND ($4::text IS NULL OR status = $4::text)
+  AND ($5::text IS NULL OR user_id = $5::text)
+  AND created_at >= $6::timestamptz AND created_at < $7::timestamptz
+  AND ($8::timestamptz IS NULL OR (created_at, id) < ($8::timestamptz, $9::bigint))
+ORDER BY created_at DESC, id DESC
+LIMIT $10::integer`;
+}
+
+/**
+ * Counts by tool and status of the runs created in a window, with conflicts, stale and expired rows.
+ * $1 from, $2 to, $3 tenant or null.
+ */
+export function overviewSql(schema: string): string {
+  return `SELECT tool_name, status, count(*)::bigint::text AS count,
+  coalesce(sum(conflict_count), 0)::bigint::text AS conflicts,
+  count(*) FILTER (WHERE status = 'in_progress' AND lease_expires_at <= now())::bigint::text AS stale,
+  count(*) FILTER (WHERE expires_at <= now()
+    AND NOT (status = 'in_progress' AND lease_expires_at > now()))::bigint::text AS expired
+FROM ${runsTable(schema)}
+WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz
+  AND ($3::text IS NULL OR tenant_id = $3::text)
+GROUP BY tool_name, status
+ORDER BY tool_name, status`;
+}
+
+/** Runs in status unknown, oldest first, for the inbox. $1 tenant or null, $2 limit. */
+export function unknownInboxSql(schema: string): string {
+  return `SELECT id::text AS id, tenant_id, tool_name, idempotency_key, user_id, status, attempt, updated_at,
+  error_json, to_jsonb(tool_runs.*) -> 'steps' AS steps
+FROM ${runsTable(schema)}
+WHERE status = 'unknown' AND ($1::text IS NULL OR tenant_id = $1::text)
+ORDER BY updated_at ASC, id ASC
+LIMIT $2::integer`;
+}
+
+/** The resolve audit of one run, oldest first. $1 run id. */
+export function resolvedByRunSql(schema: string): string {
+  return `SELECT resolution, resolved_by, resolved_at, reason
+FROM ${resolvedTable(schema)}
+WHERE run_id = $1::bigint
+ORDER BY resolved_at ASC, id ASC
+LIMIT 100`;
+}
