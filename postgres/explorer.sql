@@ -128,6 +128,23 @@ BEGIN
     $body$
   $fn$, explorer, ledger);
   EXECUTE format('REVOKE ALL ON FUNCTION %I.key_hash_of(text) FROM PUBLIC', explorer);
+
+  -- The dashboard's text boxes reach SQL percent-encoded (Grafana's :percentencode, which leaves only letters,
+  -- digits, - _ . ~ and %XX), decoded here: a quote or a backslash never appears inside a string literal, so no
+  -- value can end one, whatever standard_conforming_strings says (with it off, :sqlstring's doubled quotes can
+  -- be escaped by a backslash).
+  EXECUTE format($fn$
+    CREATE OR REPLACE FUNCTION %1$I.url_decoded(encoded text)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+    AS $body$
+      SELECT coalesce(convert_from(string_agg(
+        CASE WHEN m[1] IS NOT NULL THEN decode(substr(m[1], 2), 'hex') ELSE convert_to(m[2], 'UTF8') END,
+        ''::bytea ORDER BY n), 'UTF8'), '')
+      FROM regexp_matches(encoded, '(%%[0-9A-Fa-f]{2})|([^%%]+)', 'g') WITH ORDINALITY AS r(m, n)
+    $body$
+  $fn$, explorer);
+  EXECUTE format('REVOKE ALL ON FUNCTION %I.url_decoded(text) FROM PUBLIC', explorer);
   EXECUTE format('CREATE OR REPLACE VIEW %1$I.ledger_runs AS SELECT * FROM %1$I.ledger_runs_of_owner()', explorer);
   EXECUTE format('REVOKE ALL ON %I.ledger_runs FROM PUBLIC', explorer);
 
@@ -136,5 +153,6 @@ BEGIN
   -- A view runs its functions with the caller's EXECUTE right; the function itself reads as the owner.
   EXECUTE format('GRANT EXECUTE ON FUNCTION %I.ledger_runs_of_owner() TO %I', explorer, reader);
   EXECUTE format('GRANT EXECUTE ON FUNCTION %I.key_hash_of(text) TO %I', explorer, reader);
+  EXECUTE format('GRANT EXECUTE ON FUNCTION %I.url_decoded(text) TO %I', explorer, reader);
 END
 $setup$;

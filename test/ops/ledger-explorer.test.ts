@@ -6,7 +6,13 @@ import { hashKey } from '../../src/telemetry/key-hash.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
 import { dashboardTargets, loadDashboard } from './support/configs.js';
-import { type ExplorerAccess, fillExplorerSql, type SqlVars, setUpExplorer } from './support/explorer.js';
+import {
+  type ExplorerAccess,
+  fillExplorerSql,
+  percentEncode,
+  type SqlVars,
+  setUpExplorer,
+} from './support/explorer.js';
 
 /**
  * Every SQL query of dashboards/ledger-explorer.json, with its Grafana variables filled in the way Grafana's
@@ -142,7 +148,7 @@ describe('ledger explorer dashboard', () => {
     ]);
   });
 
-  it('takes values with quotes safely (sqlstring formatting)', async () => {
+  it('takes values with quotes safely (percent-encoded, decoded in SQL)', async () => {
     const rows = await panel('Runs matching tenant / tool / key', {
       tenant: "o'brien & co",
       tool: 'create_invoice',
@@ -230,18 +236,33 @@ describe('the explorer datasource role', () => {
 });
 
 describe('dashboard variables', () => {
+  let legacy: pg.Pool;
+  beforeAll(() => {
+    legacy = new pg.Pool({
+      connectionString: explorer.readerUrl,
+      max: 1,
+      options: '-c standard_conforming_strings=off -c escape_string_warning=off',
+    });
+  });
+  afterAll(async () => {
+    await legacy?.end();
+  });
   const variables = loadDashboard(FILE).templating.list;
   const sqlVariables = ['tenant', 'tool', 'key'];
 
-  it('reach SQL only through :sqlstring; the rest are constants that a URL cannot set', () => {
+  it("reach SQL only as url_decoded('${name:percentencode}'); the rest are constants that a URL cannot set", () => {
     for (const t of sqlTargets) {
-      const uses = [...String(t.target.rawSql).matchAll(/\$\{?([A-Za-z_]+)(:[a-z]+)?\}?/g)].filter(
+      const sql = String(t.target.rawSql);
+      const uses = [...sql.matchAll(/\$\{?([A-Za-z_]+)(:[a-z]+)?\}?/g)].filter(
         (m) => !(m[1] as string).startsWith('__'),
       );
       for (const use of uses) {
         expect(sqlVariables, `${t.panel}: ${use[0]}`).toContain(use[1]);
-        expect(use[2], `${t.panel}: ${use[0]}`).toBe(':sqlstring');
+        expect(use[2], `${t.panel}: ${use[0]}`).toBe(':percentencode');
       }
+      // Every use sits alone inside a literal that only url_decoded reads.
+      const wrapped = [...sql.matchAll(/url_decoded\('\$\{[a-z]+:percentencode\}'\)/g)].length;
+      expect(wrapped, t.panel).toBe(uses.length);
     }
     for (const v of variables) {
       if (sqlVariables.includes(String(v.name))) expect(v.type).toBe('textbox');
@@ -266,9 +287,32 @@ describe('dashboard variables', () => {
 
   it.each(cases)('%s: injecting into "%s" matches nothing: %s', async (name, panelName, payload) => {
     const rows = await panel(panelName, { [name]: payload });
-    const usesVariable = sqlOf(panelName).includes(`\${${name}:sqlstring}`);
+    const usesVariable = sqlOf(panelName).includes(`\${${name}:percentencode}`);
     if (usesVariable) expect(rows).toEqual([]);
     else expect(rows.length).toBe((await panel(panelName)).length);
+  });
+
+  // A server (or role, or session) with standard_conforming_strings = off reads backslash escapes in '...': a
+  // value with \' ended :sqlstring's literal there. Percent-encoded values hold no quote and no backslash.
+  it.each(cases)(
+    '%s: injecting into "%s" matches nothing with standard_conforming_strings = off: %s',
+    async (name, panelName, payload) => {
+      const sql = fillExplorerSql(sqlOf(panelName), { [name]: payload }, from(), to());
+      const rows = (await legacy.query(sql)).rows;
+      const usesVariable = sqlOf(panelName).includes(`\${${name}:percentencode}`);
+      if (usesVariable) expect(rows).toEqual([]);
+      else expect(rows.length).toBe((await panel(panelName)).length);
+    },
+  );
+
+  it("would have been open with :sqlstring's quoting under standard_conforming_strings = off", async () => {
+    const sqlstring = (value: string) => `'${value.replaceAll("'", "''")}'`;
+    const payload = "\\' OR 1=1 --";
+    const old = `SELECT count(*)::int AS n FROM ledger_runs WHERE tenant_id = ${sqlstring(payload)}`;
+    expect((await legacy.query(old)).rows[0].n).toBe(6);
+    expect((await legacy.query(`SELECT url_decoded('${percentEncode(payload)}') AS v`)).rows[0].v).toBe(
+      payload,
+    );
   });
 
   it('left the view in place after every injection', async () => {

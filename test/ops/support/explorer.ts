@@ -7,6 +7,8 @@ export interface ExplorerAccess {
   readonly reader: string;
   /** A pool that logs in as the read-only role, the way Grafana's datasource does. */
   readonly readerPool: pg.Pool;
+  /** The same login as a URL, for a pool with other session settings. */
+  readonly readerUrl: string;
   drop(): Promise<void>;
 }
 
@@ -48,6 +50,7 @@ export async function setUpExplorer(
     explorerSchema,
     reader,
     readerPool,
+    readerUrl: url.toString(),
     async drop() {
       await readerPool.end();
       await admin.query(`DROP SCHEMA IF EXISTS "${explorerSchema}" CASCADE`);
@@ -63,10 +66,18 @@ export interface SqlVars {
   key?: string;
 }
 
+/** Grafana's `:percentencode`: encodeURIComponent, and !'()* encoded too. */
+export function percentEncode(value: string): string {
+  return encodeURIComponent(value).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+}
+
 /**
- * Grafana's interpolation for the variables and macros the explorer's queries use: `${name:sqlstring}` quotes
- * and doubles single quotes, `$__timeFilter(col)` becomes a BETWEEN. Any other variable form is an error, so a
- * new one gets a test before it ships.
+ * Grafana's interpolation for the variables and macros the explorer's queries use: `${name:percentencode}` as
+ * Grafana encodes it (the query decodes it with url_decoded), `$__timeFilter(col)` becomes a BETWEEN. Any other
+ * variable form is an error, so a new one gets a test before it ships.
  */
 export function fillExplorerSql(sql: string, vars: SqlVars, from: Date, to: Date): string {
   const values: Record<string, string> = {
@@ -82,7 +93,8 @@ export function fillExplorerSql(sql: string, vars: SqlVars, from: Date, to: Date
       const name = (braced ?? bare) as string;
       const value = values[name];
       if (value === undefined) throw new Error(`unknown variable ${match} in ${sql}`);
-      if (format !== 'sqlstring') throw new Error(`variable ${match} is not formatted with :sqlstring`);
-      return literal(value);
+      if (format !== 'percentencode')
+        throw new Error(`variable ${match} is not formatted with :percentencode`);
+      return percentEncode(value);
     });
 }
