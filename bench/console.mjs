@@ -60,7 +60,9 @@ await withPostgres(async (url) => {
     const ledger = await createLedger({ connectionString: url, schema, telemetry: false });
     await ledger.close();
     const filled = await fill(admin, schema);
-    const { rows: size } = await admin.query(`SELECT pg_total_relation_size('"${schema}".tool_runs') AS bytes`);
+    const { rows: size } = await admin.query(
+      `SELECT pg_total_relation_size('"${schema}".tool_runs') AS bytes`,
+    );
     const { rows: indexes } = await admin.query(
       `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'tool_runs' ORDER BY 1`,
       [schema],
@@ -86,7 +88,11 @@ await withPostgres(async (url) => {
           to: minute(new Date(now + 60_000)),
         }),
       'search failed, last day': () =>
-        search({ status: 'failed', from: minute(new Date(now - 86_400_000)), to: minute(new Date(now + 60_000)) }),
+        search({
+          status: 'failed',
+          from: minute(new Date(now - 86_400_000)),
+          to: minute(new Date(now + 60_000)),
+        }),
       'run page': (i) => fetch(new URL(`/runs/${pick(i)}`, app.url)),
     };
     console.log(
@@ -95,7 +101,9 @@ await withPostgres(async (url) => {
     for (const [name, request] of Object.entries(kinds)) {
       await measure(request); // warm: plans, caches
       const times = await measure(request);
-      console.log(`  ${name.padEnd(28)} p50 ${fmt(percentile(times, 50))} ms   p99 ${fmt(percentile(times, 99))} ms`);
+      console.log(
+        `  ${name.padEnd(28)} p50 ${fmt(percentile(times, 50))} ms   p99 ${fmt(percentile(times, 99))} ms`,
+      );
     }
     await app.close();
   } finally {

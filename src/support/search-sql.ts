@@ -9,15 +9,15 @@ const HIT_COLUMNS = `id::text AS id, tenant_id, tool_name, idempotency_key, user
   (status = 'in_progress' AND lease_expires_at <= now()) AS lease_lapsed`;
 
 /**
- * Runs matching a search, newest first, a page at a time (keyset: the last row's created_at and id).
- * $1 key or null, $2 tenant or null, $3 tool or null, $4 status or null, $5 user or null, $6 from (inclusive),
- * $7 to (exclusive), $8 page after created_at or null, $9 page after id or null, $10 limit.
- * A key search is answered by the key index; the others by the created_at index within the time range.
+ * Runs matching a search without a key, newest first, a page at a time (keyset: the last row's created_at and id).
+ * $1 null (the key; see `searchByKeySql`), $2 tenant or null, $3 tool or null, $4 status or null, $5 user or null,
+ * $6 from (inclusive), $7 to (exclusive), $8 page after created_at or null, $9 page after id or null, $10 limit.
+ * Answered by the created_at BRIN index (migration 10) within the time range, or the key index for a tenant.
  */
 export function searchRunsSql(schema: string): string {
   return `SELECT ${HIT_COLUMNS}
 FROM ${runsTable(schema)}
-WHERE ($1::text IS NULL OR idempotency_key = $1::text)
+WHERE $1::text IS NULL
   AND ($2::text IS NULL OR tenant_id = $2::text)
   AND ($3::text IS NULL OR tool_name = $3::text)
   AND ($4::text IS NULL OR status = $4::text)
@@ -26,6 +26,33 @@ WHERE ($1::text IS NULL OR idempotency_key = $1::text)
   AND ($8::timestamptz IS NULL OR (created_at, id) < ($8::timestamptz, $9::bigint))
 ORDER BY created_at DESC, id DESC
 LIMIT $10::integer`;
+}
+
+/**
+ * The runs of one key in any tenant and tool, without an index on the key alone (which every first execution
+ * would pay for): a loose scan of the key index (tenant_id, tool_name, idempotency_key) walks its distinct
+ * (tenant, tool) pairs, one index probe each, and probes each pair for the key. Its cost grows with the number of
+ * pairs, not of rows. $1 key, $2 tenant or null, $3 tool or null, $4 status or null, $5 user or null, $6 limit.
+ */
+export function searchByKeySql(schema: string): string {
+  const t = runsTable(schema);
+  return `WITH RECURSIVE pairs AS (
+  (SELECT tenant_id, tool_name FROM ${t}
+   WHERE ($2::text IS NULL OR tenant_id = $2::text)
+   ORDER BY tenant_id, tool_name LIMIT 1)
+  UNION ALL
+  SELECT next.tenant_id, next.tool_name FROM pairs p CROSS JOIN LATERAL (
+    SELECT tenant_id, tool_name FROM ${t}
+    WHERE (tenant_id, tool_name) > (p.tenant_id, p.tool_name) AND ($2::text IS NULL OR tenant_id = $2::text)
+    ORDER BY tenant_id, tool_name LIMIT 1) AS next
+)
+SELECT r.* FROM pairs p CROSS JOIN LATERAL (
+  SELECT ${HIT_COLUMNS} FROM ${t}
+  WHERE tenant_id = p.tenant_id AND tool_name = p.tool_name AND idempotency_key = $1::text
+    AND ($4::text IS NULL OR status = $4::text) AND ($5::text IS NULL OR user_id = $5::text)) AS r
+WHERE $3::text IS NULL OR p.tool_name = $3::text
+ORDER BY r.created_at DESC, r.id DESC
+LIMIT $6::integer`;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { SupportDb } from './db.js';
 import { type KeyForm, keyForm } from './key-form.js';
 import { SupportRefusal } from './refusal.js';
-import { searchRunsSql } from './search-sql.js';
+import { searchByKeySql, searchRunsSql } from './search-sql.js';
 
 /** What a search filters on; absent filters match everything. Without a key, the time range is bounded. */
 export interface SearchFilters {
@@ -22,6 +22,8 @@ export interface SearchFilters {
 export const MAX_SEARCH_WINDOW_MS = 93 * 24 * 3600 * 1000;
 /** Rows per page. */
 export const SEARCH_PAGE_SIZE = 50;
+/** The runs of one key a search shows (one per tenant and tool). */
+const MAX_KEY_HITS = SEARCH_PAGE_SIZE;
 
 /** A run as a search lists it: no result, no error; the key and user as telemetry would show them. */
 export interface SearchHit {
@@ -91,21 +93,29 @@ export async function searchRuns(
     );
   }
   const [afterAt, afterId] = parseCursor(cursor);
-  // A key names its runs wherever they are in time: support knows the key, rarely when it was used.
-  const from = filters.key ? new Date(0) : filters.from;
-  const to = filters.key ? new Date('9999-12-31T00:00:00Z') : filters.to;
-  const rows = await db.query<HitRow>(searchRunsSql(schema), [
-    filters.key || null,
-    filters.tenant || null,
-    filters.tool || null,
-    filters.status || null,
-    filters.user || null,
-    from,
-    to,
-    afterAt,
-    afterId,
-    SEARCH_PAGE_SIZE + 1,
-  ]);
+  // A key names its runs wherever they are in time (support knows the key, rarely when it was used), at most one
+  // per tenant and tool: one page, the time range unused.
+  const rows = filters.key
+    ? await db.query<HitRow>(searchByKeySql(schema), [
+        filters.key,
+        filters.tenant || null,
+        filters.tool || null,
+        filters.status || null,
+        filters.user || null,
+        MAX_KEY_HITS,
+      ])
+    : await db.query<HitRow>(searchRunsSql(schema), [
+        null,
+        filters.tenant || null,
+        filters.tool || null,
+        filters.status || null,
+        filters.user || null,
+        filters.from,
+        filters.to,
+        afterAt,
+        afterId,
+        SEARCH_PAGE_SIZE + 1,
+      ]);
   const page = rows.slice(0, SEARCH_PAGE_SIZE);
   const last = page.at(-1);
   const hits = page.map((r) => ({

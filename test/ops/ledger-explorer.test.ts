@@ -250,7 +250,7 @@ describe('dashboard variables', () => {
   const variables = loadDashboard(FILE).templating.list;
   const sqlVariables = ['tenant', 'tool', 'key'];
 
-  it("reach SQL only as url_decoded('${name:percentencode}'); the rest are constants that a URL cannot set", () => {
+  it("reach SQL only as url_decoded('<name percent-encoded>'); the rest are constants that a URL cannot set", () => {
     for (const t of sqlTargets) {
       const sql = String(t.target.rawSql);
       const uses = [...sql.matchAll(/\$\{?([A-Za-z_]+)(:[a-z]+)?\}?/g)].filter(
