@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { ToolLedgerError } from '../contract/errors.js';
 import type { SupportDb } from '../support/db.js';
+import { forgottenRecords } from '../support/forget.js';
 import { SupportRefusal } from '../support/refusal.js';
 import { resolutionOf, resolveUnknown } from '../support/resolve.js';
 import { searchRuns } from '../support/search.js';
@@ -134,6 +135,7 @@ export class ConsoleApp {
       ...defaultSearchForm(),
       ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== '')),
     };
+    const secret = await this.#reads.secret();
     const result = await searchRuns(
       this.#db,
       this.#options.schema,
@@ -146,16 +148,28 @@ export class ConsoleApp {
         from: utc(filled.from, 'From'),
         to: utc(filled.to, 'To'),
       },
-      await this.#reads.secret(),
+      secret,
       form.get('cursor') || undefined,
     );
     void req;
+    // A key with no run may have been forgotten: say when, by whom and why, as inspect does.
+    const forgotten =
+      filled.key && result.hits.length === 0
+        ? await forgottenRecords(
+            this.#db,
+            this.#options.schema,
+            filled.key,
+            secret,
+            filled.tenant || undefined,
+            filled.tool || undefined,
+          )
+        : [];
     return this.#respond(
       res,
       200,
       'Search',
       ctx,
-      html`${searchFormMarkup(filled, ctx)}${searchResultsMarkup(filled, result, ctx)}`,
+      html`${searchFormMarkup(filled, ctx)}${searchResultsMarkup(filled, result, ctx, forgotten)}`,
       '/search',
     );
   }

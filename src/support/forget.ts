@@ -1,8 +1,9 @@
 import type { SupportDb } from './db.js';
 import { auditedKey, type KeyForm, keyForm } from './key-form.js';
 import { SupportRefusal } from './refusal.js';
+import { scrubText } from './scrub.js';
 import { noSecretHelp } from './secret.js';
-import { forgetKeySql, forgottenTableExistsSql, runsByKeySql } from './sql.js';
+import { forgetKeySql, forgottenByKeySql, forgottenTableExistsSql, runsByKeySql } from './sql.js';
 
 export interface ForgetRequest {
   readonly key: string;
@@ -83,4 +84,49 @@ export async function forgetKey(
     forgottenAt: r.forgotten_at as Date | null,
   }));
   return { dryRun: false, form, recordedKey, runs };
+}
+
+/** A forget audit record as support reads it: the reason is free text someone typed, so it is scrubbed. */
+export interface ForgottenRecord {
+  readonly runId: string;
+  readonly tenant: string;
+  readonly tool: string;
+  readonly forgottenBy: string;
+  readonly forgottenAt: Date;
+  readonly reason: string | null;
+}
+
+/**
+ * The audit records of a key's forgotten runs, so support can say a run was forgotten rather than never claimed.
+ * The audit holds the key in its telemetry form (raw when safe, else its HMAC): without the secret an unsafe key
+ * cannot be looked up, and a key hashed before a rotation of the secret no longer matches.
+ */
+export async function forgottenRecords(
+  db: SupportDb,
+  schema: string,
+  key: string,
+  secret: string | undefined,
+  tenant?: string,
+  tool?: string,
+): Promise<ForgottenRecord[]> {
+  const [audit] = await db.query<{ exists: boolean }>(forgottenTableExistsSql, [schema]);
+  if (!audit?.exists) return [];
+  const recorded = auditedKey(keyForm(key, secret));
+  if (recorded === null) return [];
+  const rows = await db.query<{
+    run_id: string;
+    tenant_id: string;
+    tool_name: string;
+    forgotten_by: string;
+    forgotten_at: Date;
+    reason: string | null;
+  }>(forgottenByKeySql(schema), [recorded.attribute, recorded.value, tenant ?? null, tool ?? null]);
+  return rows.map((row) => ({
+    runId: row.run_id,
+    tenant: row.tenant_id,
+    tool: row.tool_name,
+    forgottenBy: row.forgotten_by,
+    forgottenAt: row.forgotten_at,
+    reason: row.reason === null ? null : scrubText(row.reason),
+  }));
 }

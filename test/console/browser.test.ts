@@ -224,6 +224,62 @@ describe.skipIf(skip)('the ledger console in Chromium', () => {
     await page.close();
   });
 
+  it('says a forgotten key was forgotten: when, by whom, why', async () => {
+    await pool.query(
+      `INSERT INTO "${schema}".tool_runs (tenant_id, tool_name, idempotency_key, parameter_hash, status, expires_at)
+       VALUES ('acme', 'export_data', 'gone-1', 'h', 'succeeded', now() + interval '1 day')`,
+    );
+    const out: string[] = [];
+    const io = {
+      out: (s: string) => out.push(s),
+      err: (s: string) => out.push(s),
+      env: { ...process.env, DATABASE_URL: databaseUrl() },
+      readStdin: async () => '',
+    };
+    const argv = [
+      'forget',
+      '--key',
+      'gone-1',
+      '--yes',
+      '--by',
+      'bo',
+      '--reason',
+      'erasure request 9',
+      '--schema',
+      schema,
+    ];
+    expect(await cliRun(argv, io)).toBe(0);
+    const page = await browser.newPage();
+    await signIn(page, OPERATOR);
+    await page.getByRole('link', { name: 'Search' }).click();
+    await page.getByLabel('Key').fill('gone-1');
+    await page.getByRole('button', { name: 'Search' }).click();
+    const forgotten = page.getByRole('table', { name: 'This key was forgotten' });
+    await expect(forgotten.textContent()).resolves.toMatch(/acme.*export_data.*bo.*erasure request 9/s);
+    await page.close();
+  });
+
+  it('gives an overview: runs by tool and outcome, the conflict rate beside the alert threshold', async () => {
+    const page = await browser.newPage();
+    await signIn(page, OPERATOR);
+    const cards = await page.locator('.card').allTextContents();
+    expect(cards[0]).toBe('Runs created20004');
+    expect(cards.find((c) => c.startsWith('Conflict rate'))).toMatch(
+      /^Conflict rate0\.\d+%alert above 5\.0%$/,
+    );
+    const table = page.getByRole('table', { name: /By tool and outcome/ });
+    await expect(table.getByRole('row', { name: /create_invoice/ }).textContent()).resolves.toMatch(
+      /create_invoice/,
+    );
+    await page.getByLabel('Window (hours)').selectOption('1');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL(/hours=1$/);
+    expect(Number((await page.locator('.card').first().textContent())?.replace(/\D/g, ''))).toBeLessThan(
+      20004,
+    );
+    await page.close();
+  });
+
   it('shows a viewer no decision form, and says why', async () => {
     const page = await browser.newPage();
     await signIn(page, VIEWER);

@@ -1,12 +1,12 @@
-import { auditedKey, keyForm } from '../../support/key-form.js';
+import { forgottenRecords } from '../../support/forget.js';
+import { keyForm } from '../../support/key-form.js';
 import { settlementsOf } from '../../support/resolve.js';
-import { scrubText } from '../../support/scrub.js';
-import { forgottenByKeySql, forgottenTableExistsSql, runsByJobSql, runsByKeySql } from '../../support/sql.js';
+import { runsByJobSql, runsByKeySql } from '../../support/sql.js';
 import { keyStory } from '../../support/trace.js';
 import { connectionOf, DEFAULT_JAEGER_URL, DEFAULT_LOGS_URL, required } from '../args.js';
 import { CliError, EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
-import { type Connection, type Db, requireLedgerTable } from '../db.js';
+import { type Connection, requireLedgerTable } from '../db.js';
 import { escapeTerminal, fields, formatTime, plural, quoted } from '../format.js';
 import { type Io, print, withDb } from '../io.js';
 import { noSecretHelp, supportSecret } from '../support-secret.js';
@@ -76,51 +76,6 @@ export function parse(args: Args, io: Io): InspectOptions {
   };
 }
 
-interface ForgottenAuditRow {
-  run_id: string;
-  tenant_id: string;
-  tool_name: string;
-  forgotten_by: string;
-  forgotten_at: Date;
-  reason: string | null;
-}
-
-/** A forget audit record as support reads it: the reason is free text someone typed, so it is scrubbed. */
-function describeForgotten(row: ForgottenAuditRow) {
-  return {
-    runId: row.run_id,
-    tenant: row.tenant_id,
-    tool: row.tool_name,
-    forgottenBy: row.forgotten_by,
-    forgottenAt: row.forgotten_at,
-    reason: row.reason === null ? null : scrubText(row.reason),
-  };
-}
-
-/**
- * The audit records of a key's forgotten runs. The audit holds the key in its telemetry form (raw when safe,
- * else its HMAC), so the typed key is put in that form to find them; without the secret an unsafe key cannot be
- * looked up, and a key hashed before a rotation of the secret no longer matches.
- */
-async function forgottenRuns(
-  db: Db,
-  schema: string,
-  lookup: InspectLookup & { by: 'key' },
-  secret: string | undefined,
-): Promise<ForgottenAuditRow[]> {
-  const [audit] = await db.query<{ exists: boolean }>(forgottenTableExistsSql, [schema]);
-  if (!audit?.exists) return [];
-  const form = keyForm(lookup.key, secret);
-  const recorded = auditedKey(form);
-  if (recorded === null) return [];
-  return db.query<ForgottenAuditRow>(forgottenByKeySql(schema), [
-    recorded.attribute,
-    recorded.value,
-    lookup.tenant ?? null,
-    lookup.tool ?? null,
-  ]);
-}
-
 export interface InspectOptions {
   lookup: InspectLookup;
   json: boolean;
@@ -145,13 +100,13 @@ export async function run(io: Io, opts: InspectOptions): Promise<number> {
     const secret = await supportSecret(io.env, db, schema);
     const forgotten =
       found.length === 0 && lookup.by === 'key'
-        ? await forgottenRuns(db, schema, lookup, secret?.secret)
+        ? await forgottenRecords(db, schema, lookup.key, secret?.secret, lookup.tenant, lookup.tool)
         : [];
     const settled = await Promise.all(found.map((row) => settlementsOf(db, schema, row.id)));
     return { rows: found, secret, forgotten, settled };
   });
   if (rows.length === 0 && forgotten.length > 0) {
-    const records = forgotten.map(describeForgotten);
+    const records = forgotten;
     print(io, opts.json, { schema, runs: [], forgotten: records }, () =>
       [
         `No run for ${describeLookup(lookup)} in schema ${quoted(schema)}: it was forgotten (tool-ledger forget).`,

@@ -1,3 +1,4 @@
+import type { ForgottenRecord } from '../../support/forget.js';
 import type { SearchHit, SearchResult } from '../../support/search.js';
 import { cell, html, type Markup, time } from '../html.js';
 import type { PageContext } from '../layout.js';
@@ -78,7 +79,20 @@ function hitRow(hit: SearchHit): Markup {
 }
 
 /** The results under the form, with "Next page" posting the same filters and the cursor. */
-export function searchResultsMarkup(form: SearchForm, result: SearchResult, context: PageContext): Markup {
+export function searchResultsMarkup(
+  form: SearchForm,
+  result: SearchResult,
+  context: PageContext,
+  forgotten: readonly ForgottenRecord[] = [],
+): Markup {
+  if (result.hits.length === 0 && forgotten.length > 0) {
+    return html`<h2 id="forgotten">This key was forgotten</h2>
+<table aria-labelledby="forgotten"><thead><tr><th scope="col">Run</th><th scope="col">Tenant</th><th scope="col">Tool</th><th scope="col">Forgotten</th><th scope="col">By</th><th scope="col">Reason (scrubbed)</th></tr></thead>
+<tbody>${forgotten.map(
+      (f) =>
+        html`<tr><td>${f.runId}</td><td>${cell(f.tenant)}</td><td>${cell(f.tool)}</td><td>${time(f.forgottenAt)}</td><td>${cell(f.forgottenBy)}</td><td>${cell(f.reason, 400)}</td></tr>`,
+    )}</tbody></table>`;
+  }
   if (result.hits.length === 0)
     return html`<p role="status">No run matches. Widen the time range, or check the tenant and tool.</p>`;
   const next =
