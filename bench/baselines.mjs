@@ -5,7 +5,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createLedger } from '../dist/index.js';
-import { claimParams, claimSql, completeSql } from '../dist/ledger/sql.js';
+import { claimSql } from '../dist/ledger/sql/claim.js';
+import { claimParams } from '../dist/ledger/sql/claim-fields.js';
+import { completeSql } from '../dist/ledger/sql/runs.js';
 
 export const BENCH_INPUT = {
   customerId: 'cus_42',

@@ -36,7 +36,7 @@ export type {
 } from './contract/types.js';
 export type { CloseOptions, Ledger, PurgeOptions } from './create-ledger.js';
 export { createLedger } from './create-ledger.js';
-export type { PgClientLike, PgPoolLike } from './ledger/drivers/pg.js';
+export type { PgClientLike, PgPoolLike } from './ledger/drivers/pg/client.js';
 export type { PGliteLike } from './ledger/drivers/pglite.js';
 export {
   type HostPort,

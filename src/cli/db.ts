@@ -4,7 +4,7 @@ import type { Queryable } from '../contract/types.js';
 import { multiHostTarget, urlHasPassword } from '../ledger/drivers/connection-url.js';
 import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
 import type { PurgeConnection } from '../ledger/purge.js';
-import { isValidSchemaName } from '../ledger/sql.js';
+import { isValidSchemaName } from '../ledger/sql/names.js';
 import { tableExistsSql } from '../support/sql.js';
 import { CliError, EXIT, maskDatabaseUrl, usageError } from './cli-error.js';
 

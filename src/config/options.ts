@@ -1,4 +1,4 @@
-import type { PgPoolLike } from '../ledger/drivers/pg.js';
+import type { PgPoolLike } from '../ledger/drivers/pg/client.js';
 import type { PGliteLike } from '../ledger/drivers/pglite.js';
 import type { TelemetryOptions } from '../telemetry/options.js';
 

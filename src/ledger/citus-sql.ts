@@ -1,5 +1,7 @@
 import { migrationLockSql, quoteLiteral } from './migrations.js';
-import { expired, KEY_FENCE, quoteIdent, runsTable, settingsTable } from './sql.js';
+import { expired } from './sql/columns.js';
+import { quoteIdent, runsTable, settingsTable } from './sql/names.js';
+import { KEY_FENCE } from './sql/runs.js';
 
 /**
  * The SQL of a ledger distributed by tenant with Citus (`distribute: true`, `tool-ledger migrate --distribute`):

@@ -3,20 +3,14 @@ import type { Queryable } from '../contract/types.js';
 import { citusCompleteSql, citusLateCompleteSql, notifySql } from './citus-sql.js';
 import type { ClaimPath } from './claim-path.js';
 import { CLAIM_TRIES } from './partitioned-sql.js';
-import {
-  type ClaimFields,
-  claimExistingSql,
-  claimParams,
-  claimReadParams,
-  claimReadSql,
-  insertRunParams,
-  insertRunSql,
-} from './sql.js';
+import type { ClaimStep, Completed } from './run-row.js';
+import { claimExistingSql, claimReadSql, insertRunSql } from './sql/claim.js';
+import { type ClaimFields, claimParams, claimReadParams, insertRunParams } from './sql/claim-fields.js';
 
 /**
  * How the store claims and completes on a schema distributed with Citus: in statements Citus routes to the tenant's
  * shard, each a plain one it plans cheaply where it can (see citus-sql.ts for why the single-server statements do
- * not route). The store picks these once, at start (`statements()` in store.ts).
+ * not route). The store picks these once, at start (`layoutStatements()` in layouts.ts).
  */
 export interface CitusStatements {
   readonly insert: string;
@@ -38,14 +32,6 @@ export function citusStatements(schema: string): CitusStatements {
   });
 }
 
-/** Runs one statement of a claim, its failures mapped as the store maps them. */
-export type RunStatement = <R>(text: string, params: unknown[]) => Promise<R[]>;
-
-/** What a claim in steps found: the key was free and this claim inserted its run, or a row answered. */
-export type ClaimStep =
-  | { readonly kind: 'fresh'; readonly id: string }
-  | { readonly kind: 'row'; readonly rows: Record<string, unknown>[] };
-
 /**
  * The claim, in steps: the insert of a fresh key, or the read of the key's row, first as `path` predicts; the read
  * answers alone when it is `decisive` (a replay, a conflict), else the claim (`claimExistingSql`) takes the row over
@@ -55,7 +41,7 @@ export type ClaimStep =
  * or `forget` racing claims of one key) ends after `CLAIM_TRIES` rounds with a retryable error, nothing run.
  */
 export async function claimInSteps(
-  run: RunStatement,
+  db: Queryable,
   sql: CitusStatements,
   path: ClaimPath,
   request: ClaimFields,
@@ -63,14 +49,14 @@ export async function claimInSteps(
   let insertNext = path.insertFirst;
   for (let round = 0; round < CLAIM_TRIES; round++) {
     if (insertNext) {
-      const inserted = await run<{ id: string }>(sql.insert, insertRunParams(request));
+      const inserted = (await db.query<{ id: string }>(sql.insert, insertRunParams(request))).rows;
       if (round === 0) path.found(inserted.length === 0);
       if (inserted[0]) return { kind: 'fresh', id: inserted[0].id };
     }
-    let rows = await run<Record<string, unknown>>(sql.read, claimReadParams(request));
+    let rows = (await db.query<Record<string, unknown>>(sql.read, claimReadParams(request))).rows;
     if (round === 0 && !insertNext) path.found(rows.length > 0);
     if (rows[0] && !rows[0].decisive)
-      rows = await run<Record<string, unknown>>(sql.claim, claimParams(request));
+      rows = (await db.query<Record<string, unknown>>(sql.claim, claimParams(request))).rows;
     if (rows[0]) return { kind: 'row', rows };
     insertNext = true;
   }
@@ -82,7 +68,7 @@ export async function claimInSteps(
 }
 
 /** What Citus's completion returns: the times as the database wrote them, and whether anyone waits. */
-interface Completed {
+interface CompletedRow {
   readonly id: string;
   readonly completed_at: Date;
   readonly expires_at: Date;
@@ -104,9 +90,10 @@ export async function completeOnCitus(
   ttlSeconds: number,
   channel: string,
   inTransaction: boolean,
-): Promise<{ completed_at_ms: number; expires_in_ms: number } | undefined> {
-  let rows = (await db.query<Completed>(sql.completeInTime, [...params])).rows;
-  if (rows.length === 0) rows = (await db.query<Completed>(sql.completeLate, [...params, ttlSeconds])).rows;
+): Promise<Completed | undefined> {
+  let rows = (await db.query<CompletedRow>(sql.completeInTime, [...params])).rows;
+  if (rows.length === 0)
+    rows = (await db.query<CompletedRow>(sql.completeLate, [...params, ttlSeconds])).rows;
   const row = rows[0];
   if (row === undefined) return undefined;
   if (row.waiters) {

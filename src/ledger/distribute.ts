@@ -13,7 +13,7 @@ import {
 } from './citus-sql.js';
 import { ledgerUnavailable } from './errors.js';
 import { migrationLockSql } from './migrations.js';
-import { quoteIdent } from './sql.js';
+import { quoteIdent } from './sql/names.js';
 
 /**
  * Distributing a ledger by tenant with Citus (`createLedger({ distribute: true })`, `tool-ledger migrate

@@ -1,4 +1,4 @@
-import { forgottenTable, quoteIdent, resolvedTable, runsTable, settingsTable } from './sql.js';
+import { forgottenTable, quoteIdent, resolvedTable, runsTable, settingsTable } from './sql/names.js';
 
 export interface Migration {
   readonly version: number;

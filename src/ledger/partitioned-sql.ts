@@ -1,5 +1,6 @@
 import { quoteLiteral } from './migrations.js';
-import { claimFoundSql, claimFreshSql, claimLookupSql, quoteIdent, runsTable, settingsTable } from './sql.js';
+import { claimFoundSql, claimFreshSql, claimLookupSql } from './sql/claim.js';
+import { quoteIdent, runsTable, settingsTable } from './sql/names.js';
 
 /**
  * The partitioned layout's SQL (`layout: 'partitioned'`): `tool_runs` range-partitioned by `expires_at`, so a purge

@@ -16,7 +16,7 @@ import {
   partitionedVersionTable,
   tenantFirstKeySql,
 } from './partitioned-sql.js';
-import { readSettingSql } from './sql.js';
+import { readSettingSql } from './sql/names.js';
 
 /** How the ledger table is laid out: one table (the default), or range partitions by expiry. */
 export const LAYOUTS = ['table', 'partitioned'] as const;

@@ -9,7 +9,8 @@ import {
   startSweep,
   windowBounds,
 } from './purge-sweep.js';
-import { purgeExpiredBatchSql, purgeStartSql, purgeWindowPlanSql, purgeWindowSql, runsTable } from './sql.js';
+import { runsTable } from './sql/names.js';
+import { purgeExpiredBatchSql, purgeStartSql, purgeWindowPlanSql, purgeWindowSql } from './sql/purge.js';
 
 /** What a purge needs of a connection: statements, and a transaction for a window batch's plan settings. */
 export interface PurgeConnection extends Queryable {

@@ -60,9 +60,17 @@ export function cacheKey(tenant: string, tool: string, key: string): string {
   return `${tenant}\u0000${tool}\u0000${key}`;
 }
 
+/** A run this process claimed, kept until its completion fills the cache from it (see `ResultCache.claimed`). */
+export interface ClaimedRun {
+  readonly key: string;
+  readonly row: ClaimRow;
+}
+
 export class ResultCache {
   readonly #limits: ResultCacheLimits;
   readonly #entries = new Map<string, Entry>();
+  /** Claims this process won and has not completed yet (by run id), so a completion can fill the cache from them. */
+  readonly #claimed = new Map<string, ClaimedRun>();
   // A linked list rather than the Map's own order: evicting through a Map iterator walks every slot deletes left
   // behind at its front, which measured 13 µs per completion with 10,000 entries.
   #oldest: Entry | undefined;
@@ -145,6 +153,42 @@ export class ResultCache {
     ) {
       this.#drop(this.#oldest);
     }
+  }
+
+  /** The cache's key of a call's tenant, tool and key; empty when the cache is off (nothing to build). */
+  keyOf(runKey: RunKey): string {
+    return this.enabled ? cacheKey(runKey.tenant, runKey.tool, runKey.key) : '';
+  }
+
+  /** Keeps a run this process won (under `key`, see `keyOf`) until its completion, which fills the cache from it. */
+  claimed(key: string, row: ClaimRow): ClaimRow {
+    if (!this.enabled) return row;
+    this.#claimed.set(row.id, { key, row });
+    // Bounded like the cache: a claim whose completion never comes (a crash of its handler's save) ages out.
+    if (this.#claimed.size > this.#limits.maxEntries)
+      this.#claimed.delete(this.#claimed.keys().next().value!);
+    return row;
+  }
+
+  /** Hands over, once, the run this process claimed as `id`: its completion is under way. */
+  takeClaimed(id: string): ClaimedRun | undefined {
+    const claimed = this.#claimed.get(id);
+    this.#claimed.delete(id);
+    return claimed;
+  }
+
+  /**
+   * Caches the run `claimed` as the completion of its `attempt` this process wrote left it, when that completion
+   * committed on its own (one inside a transaction is not committed yet, and may never be) and is still this claim's
+   * attempt (the run was not taken over meanwhile).
+   */
+  completed(
+    claimed: ClaimedRun | undefined,
+    attempt: number,
+    sentAt: number,
+    written: WrittenCompletion,
+  ): void {
+    if (claimed && claimed.row.attempt === attempt) this.remember(claimed.key, claimed.row, sentAt, written);
   }
 
   #append(entry: Entry): void {

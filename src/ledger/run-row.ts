@@ -82,3 +82,14 @@ export interface ClaimRow extends RunRow {
 export function leaseRemainingMs(row: RunRow): number {
   return row.lease_remaining_ms ?? 0;
 }
+
+/** What a claim found: the key was free and this claim inserted its run, or a claim statement answered rows. */
+export type ClaimStep =
+  | { readonly kind: 'fresh'; readonly id: string }
+  | { readonly kind: 'row'; readonly rows: Record<string, unknown>[] };
+
+/** What a completion returns when its fence let it write: its time, and the expiry left, by the database clock. */
+export interface Completed {
+  readonly completed_at_ms: number;
+  readonly expires_in_ms: number;
+}

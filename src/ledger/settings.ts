@@ -7,7 +7,7 @@ import {
   readSettingSql,
   replaceSettingSql,
   settingsTable,
-} from './sql.js';
+} from './sql/names.js';
 
 /**
  * The deployment's settings row (migration 4's `tool_ledger_settings`): today only the key-hash secret, which every

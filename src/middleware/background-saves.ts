@@ -1,5 +1,6 @@
+import type { Completion } from '../ledger/fence.js';
 import { cacheKey } from '../ledger/result-cache.js';
-import type { Completion, LedgerStore, OperationTimer } from '../ledger/store.js';
+import type { LedgerStore, OperationTimer } from '../ledger/store.js';
 import { retryWrite } from './retry-write.js';
 
 /** How long an outcome whose completion failed is kept and retried. */

@@ -1,8 +1,8 @@
 import type { SpanRef } from '../contract/observer.js';
 import type { ToolKind } from '../contract/types.js';
 import { isOutcomeUnknown } from '../ledger/errors.js';
+import { fenceOf } from '../ledger/fence.js';
 import type { ClaimRow } from '../ledger/run-row.js';
-import { fenceOf } from '../ledger/store.js';
 import type { Answer, CallEnd } from './call-end.js';
 import { judgeClaim, type VerdictKind, type VerdictOf } from './decide.js';
 import type { ClaimCall, Execute } from './execution.js';

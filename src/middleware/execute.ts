@@ -1,5 +1,5 @@
 import type { HandlerContext, Queryable, UnknownRunContext } from '../contract/types.js';
-import { fenceOf } from '../ledger/store.js';
+import { fenceOf } from '../ledger/fence.js';
 import type { Attempt, Execute, ExecutorSettings } from './execution.js';
 import { finish } from './finish.js';
 import { LostClaims } from './lost-claims.js';

@@ -1,7 +1,7 @@
 import type { CallScope } from '../contract/observer.js';
 import type { StoredError } from '../contract/types.js';
+import { type Completion, fenceOf } from '../ledger/fence.js';
 import type { ClaimRow } from '../ledger/run-row.js';
-import { type Completion, fenceOf } from '../ledger/store.js';
 import { ENDING_RULES, type Ending } from './endings.js';
 import type { Executed, ExecutorSettings } from './execution.js';
 import type { CallFacts } from './facts.js';

@@ -1,4 +1,5 @@
-import type { LedgerStore, RunFence } from '../ledger/store.js';
+import type { RunFence } from '../ledger/fence.js';
+import type { LedgerStore } from '../ledger/store.js';
 import { leaseNotRenewed, leaseTakenOver } from './messages.js';
 
 export interface HeldLease {

@@ -4,8 +4,9 @@ import { OutcomeUnknownError, ToolLedgerError } from '../contract/errors.js';
 import { NotJsonError } from '../contract/json.js';
 import type { CallScope, StepScope } from '../contract/observer.js';
 import type { StepContext, StepOptions, UnknownOutcomeRule } from '../contract/types.js';
+import type { RunFence } from '../ledger/fence.js';
 import type { StepRecord } from '../ledger/run-row.js';
-import type { LedgerStore, RunFence } from '../ledger/store.js';
+import type { LedgerStore } from '../ledger/store.js';
 import { toStoredError } from './failures.js';
 import {
   stepLeaseLost,

@@ -16,7 +16,7 @@ import type {
   ToolKind,
   ToolOptions,
 } from '../contract/types.js';
-import { newLeaseOwner } from '../ledger/store.js';
+import { newLeaseOwner } from '../ledger/fence.js';
 import { type Answer, type CallEnd, isRefusal, type Refusal, rejected } from './call-end.js';
 import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';

@@ -1,6 +1,6 @@
 import { checkKeyHashSecret } from '../config/ledger.js';
 import { readStoredSecret } from '../ledger/settings.js';
-import { settingsTable } from '../ledger/sql.js';
+import { settingsTable } from '../ledger/sql/names.js';
 import { configuredSecret } from '../telemetry/key-secret.js';
 import { KEY_HASH_SECRET_ENV } from '../telemetry/vocabulary.js';
 import type { SupportDb } from './db.js';

@@ -4,7 +4,7 @@ import {
   resolvedTable,
   runsTable,
   settingsTable,
-} from '../ledger/sql.js';
+} from '../ledger/sql/names.js';
 
 /**
  * The statements of support (the CLI and the console) that the ledger's hot path never sends. They live apart from the ledger's hot-path SQL because they serve

@@ -2,10 +2,17 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/index.js';
 import * as citus from '../../src/ledger/citus-sql.js';
-import * as sql from '../../src/ledger/sql.js';
+import * as claimSql from '../../src/ledger/sql/claim.js';
+import * as claimFields from '../../src/ledger/sql/claim-fields.js';
+import * as names from '../../src/ledger/sql/names.js';
+import * as purgeSql from '../../src/ledger/sql/purge.js';
+import * as runsSql from '../../src/ledger/sql/runs.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { SAMPLE_CLAIM, SAMPLE_FENCE } from '../support/sample-claim.js';
 import { placementOf, type TenantPlacement } from './support.js';
+
+/** Every statement of src/ledger/sql/, by name. */
+const sql = { ...names, ...claimFields, ...claimSql, ...runsSql, ...purgeSql };
 
 /**
  * Every statement a call sends to a distributed ledger reaches one shard: planned by Citus itself on the lane's

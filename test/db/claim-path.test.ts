@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { newLeaseOwner } from '../../src/ledger/fence.js';
 import type { ClaimRow } from '../../src/ledger/run-row.js';
-import { type ClaimRequest, LedgerStore, newLeaseOwner } from '../../src/ledger/store.js';
+import { type ClaimRequest, LedgerStore } from '../../src/ledger/store.js';
 import { rawDrivers } from '../support/raw-drivers.js';
 
 const request = (key: string, overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parameterHash } from '../../src/contract/fingerprint.js';
 import type { Ledger } from '../../src/index.js';
 import { CLAIM_TRIES, KEY_LOCK_CLASS, listPartitionsSql } from '../../src/ledger/partitioned-sql.js';
-import { completeSql } from '../../src/ledger/sql.js';
+import { completeSql } from '../../src/ledger/sql/runs.js';
 import { databaseUrl, postgresBackend, uniqueSchema } from '../support/db.js';
 import { rejection } from '../support/rejection.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type LedgerOptions, ToolLedgerError } from '../../src/index.js';
-import { POOLER_WARNING_CODE } from '../../src/ledger/drivers/pg.js';
+import { POOLER_WARNING_CODE } from '../../src/ledger/drivers/pg/pooler.js';
 import { type Bouncer, skipWithoutPgbouncer, startPgbouncer } from '../faults/support/pgbouncer.js';
 import { type FaultServer, startFaultServer } from '../faults/support/postgres-server.js';
 import { postgresBackend, uniqueSchema } from '../support/db.js';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkoutWithin } from '../../src/ledger/drivers/pg.js';
+import { checkoutWithin } from '../../src/ledger/drivers/pg/client.js';
 import { databaseUrl } from '../support/db.js';
 
 // A pool of one whose only client is busy: the next checkout waits in pg-pool's queue past our bound.

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/contract/types.js';
 import { type PurgeSweep, TID_RANGE_SCAN_VERSION } from '../../src/ledger/purge-sweep.js';
-import { purgeExpiredBatchSql, purgeWindowPlanSql, purgeWindowSql } from '../../src/ledger/sql.js';
+import { purgeExpiredBatchSql, purgeWindowPlanSql, purgeWindowSql } from '../../src/ledger/sql/purge.js';
 import { LedgerStore } from '../../src/ledger/store.js';
 import { databaseUrl } from '../support/db.js';
 import { rawDrivers } from '../support/raw-drivers.js';

@@ -2,9 +2,16 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationSql } from '../../src/index.js';
 import { partitionedMigrationScript } from '../../src/ledger/partitioned.js';
-import * as sql from '../../src/ledger/sql.js';
+import * as claimSql from '../../src/ledger/sql/claim.js';
+import * as claimFields from '../../src/ledger/sql/claim-fields.js';
+import * as names from '../../src/ledger/sql/names.js';
+import * as purgeSql from '../../src/ledger/sql/purge.js';
+import * as runsSql from '../../src/ledger/sql/runs.js';
 import { databaseUrl, uniqueSchema } from '../support/db.js';
 import { SAMPLE_CLAIM, SAMPLE_FENCE } from '../support/sample-claim.js';
+
+/** Every statement of src/ledger/sql/, by name. */
+const sql = { ...names, ...claimFields, ...claimSql, ...runsSql, ...purgeSql };
 
 /**
  * Citus routes a statement to one shard when every table it touches is filtered by a constant distribution
@@ -103,7 +110,7 @@ const fence = SAMPLE_FENCE;
 type Statement = [text: string, params: unknown[]];
 
 /** The fenced writes of a call, by key; the partitioned layout sends them with the row's partition key first. */
-const fencedWrites = (on: string, scope: sql.FenceScope = 'key'): Record<string, Statement> => {
+const fencedWrites = (on: string, scope: runsSql.FenceScope = 'key'): Record<string, Statement> => {
   const partitionKey = scope === 'partition' ? ['2999-01-01T00:00:00.000000Z'] : [];
   return {
     'the fenced completion': [
@@ -171,7 +178,7 @@ const PARTITIONED_HOT_PATH: Record<string, Statement> = {
 };
 
 /**
- * Statements of sql.ts that are not a call's: maintenance that visits every tenant by design (Citus runs it on
+ * Statements of src/ledger/sql/ that are not a call's: maintenance that visits every tenant by design (Citus runs it on
  * every shard in parallel) and the per-deployment settings table (a Citus reference table).
  */
 const NOT_ROUTED = new Set([
@@ -201,7 +208,7 @@ const ROUTED = new Set([
 ]);
 
 describe('every hot-path statement routes by tenant', () => {
-  it('classifies every statement of sql.ts, so a new one must be placed here', () => {
+  it('classifies every statement of src/ledger/sql/, so a new one must be placed here', () => {
     const statements = Object.keys(sql).filter((name) => name.endsWith('Sql'));
     expect(statements.filter((name) => !ROUTED.has(name) && !NOT_ROUTED.has(name))).toEqual([]);
     expect(Object.keys(HOT_PATH)).toHaveLength(ROUTED.size);

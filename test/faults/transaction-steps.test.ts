@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolLedgerError } from '../../src/index.js';
-import { type PgPoolLike, pgDriver } from '../../src/ledger/drivers/pg.js';
+import type { PgPoolLike } from '../../src/ledger/drivers/pg/client.js';
+import { pgDriver } from '../../src/ledger/drivers/pg/driver.js';
 import { type FaultServer, startFaultServer } from './support/postgres-server.js';
 import { type FaultProxy, startProxy } from './support/proxy.js';
 

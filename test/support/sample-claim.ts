@@ -1,4 +1,4 @@
-import type { ClaimFields } from '../../src/ledger/sql.js';
+import type { ClaimFields } from '../../src/ledger/sql/claim-fields.js';
 
 /**
  * One call's claim and its fence, as the store sends them, for the suites that plan the ledger's statements

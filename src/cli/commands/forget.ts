@@ -1,4 +1,4 @@
-import { forgottenTable } from '../../ledger/sql.js';
+import { forgottenTable } from '../../ledger/sql/names.js';
 import { forgetKey } from '../../support/forget.js';
 import { keyCell } from '../../support/key-form.js';
 import { connectionOf, required } from '../args.js';

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Distribution } from '../../ledger/distribute.js';
-import { type PgPoolLike, pgDriver } from '../../ledger/drivers/pg.js';
+import type { PgPoolLike } from '../../ledger/drivers/pg/client.js';
+import { pgDriver } from '../../ledger/drivers/pg/driver.js';
 import { pgConnectOptions } from '../../ledger/drivers/pg-connect.js';
 import { applyMigrations } from '../../ledger/migrate.js';
 import { LATEST_VERSION, migrationScript } from '../../ledger/migrations.js';

@@ -1,6 +1,7 @@
 import { readStoredLayout } from '../../ledger/partitioned.js';
 import { purgeBatch, startPurge } from '../../ledger/purge.js';
-import { countExpiredSql, runsTable } from '../../ledger/sql.js';
+import { runsTable } from '../../ledger/sql/names.js';
+import { countExpiredSql } from '../../ledger/sql/purge.js';
 import { connectionOf, positiveInt } from '../args.js';
 import { EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';

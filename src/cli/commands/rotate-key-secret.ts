@@ -1,5 +1,5 @@
 import { rotateStoredSecret } from '../../ledger/settings.js';
-import { settingsTable } from '../../ledger/sql.js';
+import { settingsTable } from '../../ledger/sql/names.js';
 import { keySecretUpdatedAtSql, settingsTableExistsSql } from '../../support/sql.js';
 import { configuredSecret } from '../../telemetry/key-secret.js';
 import { KEY_HASH_SECRET_ENV } from '../../telemetry/vocabulary.js';

@@ -1,4 +1,4 @@
-import { runsTable } from '../../ledger/sql.js';
+import { runsTable } from '../../ledger/sql/names.js';
 import { statsSql } from '../../support/sql.js';
 import { connectionOf } from '../args.js';
 import { EXIT } from '../cli-error.js';

@@ -1,4 +1,4 @@
-import { runsTable } from '../../ledger/sql.js';
+import { runsTable } from '../../ledger/sql/names.js';
 import { type KeyForm, keyCell } from '../../support/key-form.js';
 import { type InspectRow, runData } from '../../support/run-view.js';
 import { fields, formatDuration, formatTime, indent, quoted, table } from '../format.js';

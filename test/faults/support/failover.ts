@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createLedger, migrationSql, ToolLedgerError } from '../../../src/index.js';
-import type { PgPoolLike } from '../../../src/ledger/drivers/pg.js';
+import type { PgPoolLike } from '../../../src/ledger/drivers/pg/client.js';
 import { readWriteClient } from '../../../src/ledger/drivers/read-write.js';
 import { FAULT_OPTIONS } from './load.js';
 import { type ReplicatedPair, startReplicatedPair } from './replication.js';

@@ -1,4 +1,10 @@
-import type { PgClientLike } from './pg.js';
+import {
+  type ClientConstructor,
+  checkoutWithin,
+  type PgClientLike,
+  type PgPoolLike,
+  withinMs,
+} from './client.js';
 
 /**
  * The pg driver's connection of its own, beside the pool: it holds LISTEN and sends lease renewals, which must
@@ -82,6 +88,53 @@ export interface OpenConnection {
   dispose(): void;
   /** The last statement sent: statements go one at a time (pg 9 drops its own queue). */
   tail?: Promise<unknown>;
+}
+
+/** Sends one statement on the reserved connection after the ones before it, all within the bound. */
+export function send<R>(connection: OpenConnection, text: string, params: unknown[] | undefined, ms: number) {
+  const work = () => connection.client.query<R>(text, params);
+  const next = (connection.tail ?? Promise.resolve()).then(work, work);
+  connection.tail = next.catch(() => {});
+  return withinMs(next, ms);
+}
+
+/**
+ * A `pg.Pool` exposes its client class and options, so the reserved connection is opened beside the pool rather
+ * than taking one of its clients (a full pool would otherwise starve renewals and a pool of one deadlock its
+ * waiters); other pools lend a client.
+ */
+export async function openReserved(
+  pool: PgPoolLike,
+  onLost: () => void,
+  connectMs: number,
+): Promise<OpenConnection> {
+  const { Client, options } = pool as { Client?: ClientConstructor; options?: unknown };
+  let lost = false;
+  const lose = () => {
+    if (lost) return;
+    lost = true;
+    onLost();
+  };
+  if (typeof Client === 'function' && options) {
+    const client = new Client(options);
+    client.on('error', lose);
+    client.on('end', lose);
+    const destroy = () => {
+      const stream = (client as { connection?: { stream?: { destroy?(): void } } }).connection?.stream;
+      stream?.destroy?.();
+      client.end().catch(() => {});
+    };
+    try {
+      await withinMs(client.connect(), connectMs);
+    } catch (error) {
+      destroy();
+      throw error;
+    }
+    return { client, dispose: destroy };
+  }
+  const client = await checkoutWithin(pool, connectMs);
+  client.on('error', lose);
+  return { client, dispose: () => client.release(true) };
 }
 
 /** What each state holds: the machine's data lives with its state, never beside it. */
