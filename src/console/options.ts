@@ -1,6 +1,6 @@
 import type { TokenVerification } from '../auth/jwt.js';
 import { ToolLedgerError } from '../contract/errors.js';
-import { isValidSchemaName } from '../ledger/sql.js';
+import { isValidSchemaName } from '../ledger/sql/names.js';
 
 /** What a signed-in person may do: read, or also decide (resolve, approve, decline) when writes are allowed. */
 export type ConsoleRole = 'viewer' | 'operator';

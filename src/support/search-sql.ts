@@ -1,4 +1,4 @@
-import { resolvedTable, runsTable } from '../ledger/sql.js';
+import { resolvedTable, runsTable } from '../ledger/sql/names.js';
 
 // The console's reads (search, overview, inbox, a run by id): every value a bound parameter, every filter that may
 // be absent written so that Postgres, planning with the values (node-postgres sends unnamed statements), drops it.
