@@ -15,6 +15,8 @@ export const ErrorCode = {
   CONFIG_INVALID: 'CONFIG_INVALID',
   LEDGER_CLOSED: 'LEDGER_CLOSED',
   OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
+  ACCESS_DENIED: 'ACCESS_DENIED',
+  RATE_LIMITED: 'RATE_LIMITED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -33,6 +35,8 @@ const RETRYABLE: Readonly<Record<ErrorCode, boolean>> = {
   CONFIG_INVALID: false,
   LEDGER_CLOSED: false,
   OUTCOME_UNKNOWN: false,
+  ACCESS_DENIED: false,
+  RATE_LIMITED: true,
 };
 
 /** Why a same-key call was refused as a caller bug. */

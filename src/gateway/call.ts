@@ -19,6 +19,7 @@ import { contextFromMeta, withCallAttributes } from '../integrations/shared/call
 import { replayNotice, type TextSubject } from '../integrations/shared/model-text.js';
 import type { LedgerTool } from '../middleware/tool.js';
 import type { ToolFacts } from './catalog.js';
+import type { Gate } from './gate.js';
 import type { GatewayIdentity } from './types.js';
 import { NotSentError, type UpstreamRequests } from './upstream.js';
 
@@ -182,6 +183,8 @@ export interface CallRequest {
   readonly ledgerTool: (facts: ToolFacts) => LedgerTool<unknown, unknown>;
   readonly upstream: UpstreamRequests;
   readonly identity: GatewayIdentity;
+  /** Admits the call (access rules, tenant limits) before it goes anywhere. */
+  readonly gate: Gate;
   readonly keyField: string;
   /** The wait for the upstream's answer when the tool sets no `timeoutSeconds` (the gateway's settings). */
   readonly defaultTimeoutMs: number;
@@ -215,8 +218,13 @@ export async function handleToolCall(request: CallRequest): Promise<CallAnswer> 
     { kind: SpanKind.SERVER, attributes: spanAttributes(name, request.transport) },
     parent,
   );
+  const admission = request.gate.admit(name, request.identity, span);
   try {
-    const answer = await context.with(trace.setSpan(parent, span), () => answerCall(request, meta, span));
+    const answer = admission.admitted
+      ? await context.with(trace.setSpan(parent, span), () => answerCall(request, meta, span))
+      : {
+          result: mcpErrorResult(admission.error, subjectOf(request), { structured: !facts.hasOutputSchema }),
+        };
     if ('error' in answer) {
       span.setAttribute('error.type', String(answer.error.code));
       span.setStatus({ code: SpanStatusCode.ERROR, message: answer.error.message });
@@ -230,8 +238,24 @@ export async function handleToolCall(request: CallRequest): Promise<CallAnswer> 
     span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
     throw error;
   } finally {
+    if (admission.admitted) admission.release();
     span.end();
   }
+}
+
+/** How the model hears this call's tool and key in an error text. */
+function subjectOf(request: CallRequest): TextSubject {
+  const { facts, keyField } = request;
+  return {
+    tool: facts.name,
+    kind: facts.kind === 'read' ? 'read' : 'mutation',
+    key:
+      facts.kind === 'read'
+        ? { kind: 'none' }
+        : facts.keyArgument
+          ? { kind: 'argument', field: keyField }
+          : { kind: 'call' },
+  };
 }
 
 async function answerCall(
@@ -260,11 +284,7 @@ async function answerCall(
       return upstreamFailure(error, name);
     }
   }
-  const subject: TextSubject = {
-    tool: name,
-    kind: 'mutation',
-    key: facts.keyArgument ? { kind: 'argument', field: keyField } : { kind: 'call' },
-  };
+  const subject = subjectOf(request);
   let input: Record<string, unknown> = args;
   let key: unknown;
   if (facts.keyArgument) {

@@ -1,14 +1,23 @@
 import { readFileSync } from 'node:fs';
 import { ToolLedgerError } from '../contract/errors.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
+import { type AccessRules, checkAccessRules } from './access.js';
+import { checkTenantLimits, type TenantLimits } from './tenant-limits.js';
 import type { GatewayToolOptions } from './types.js';
 
-/** The `--config` file: per-tool settings, defaults for the rest, and the key argument's name. */
+/**
+ * The `--config` file: per-tool settings, defaults for the rest, the key argument's name, access rules and
+ * per-tenant limits.
+ */
 export interface GatewayConfigFile {
   readonly tools?: Record<string, GatewayToolOptions>;
   readonly defaults?: GatewayToolOptions;
   readonly keyField?: string;
+  readonly access?: AccessRules;
+  readonly limits?: TenantLimits;
 }
+
+const TOP_LEVEL = ['tools', 'defaults', 'keyField', 'access', 'limits'];
 
 const TOOL_FIELDS = new Set([
   'kind',
@@ -56,11 +65,10 @@ export function readGatewayConfig(path: string): GatewayConfigFile {
       { cause: error },
     );
   }
-  if (!isRecord(parsed))
-    throw invalid('the top level must be an object with "tools", "defaults" and/or "keyField"');
+  if (!isRecord(parsed)) throw invalid(`the top level must be an object with ${TOP_LEVEL.join(', ')}`);
   for (const field of Object.keys(parsed)) {
-    if (!['tools', 'defaults', 'keyField', '$schema'].includes(field)) {
-      throw invalid(`unknown top-level field "${field}" (known: tools, defaults, keyField)`);
+    if (![...TOP_LEVEL, '$schema'].includes(field)) {
+      throw invalid(`unknown top-level field "${field}" (known: ${TOP_LEVEL.join(', ')})`);
     }
   }
   const tools: Record<string, GatewayToolOptions> = {};
@@ -76,5 +84,7 @@ export function readGatewayConfig(path: string): GatewayConfigFile {
     tools,
     ...(parsed.defaults === undefined ? {} : { defaults: checkToolEntry('defaults', parsed.defaults) }),
     ...(parsed.keyField === undefined ? {} : { keyField: parsed.keyField as string }),
+    ...(parsed.access === undefined ? {} : { access: checkAccessRules(parsed.access, invalid) }),
+    ...(parsed.limits === undefined ? {} : { limits: checkTenantLimits(parsed.limits, invalid) }),
   };
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createTokenVerifier, type TokenVerifier } from '../auth/jwks.js';
 import type { TokenVerification } from '../auth/jwt.js';
 import { ToolLedgerError } from '../contract/errors.js';
+import { rolesAndGroups } from './access.js';
 import { type HttpServerTransport, httpServerTransport } from './sdk.js';
 import type { GatewaySession } from './session.js';
 import type { GatewayIdentity } from './types.js';
@@ -17,6 +18,13 @@ export interface HttpIdentityOptions {
   readonly token?: TokenVerification;
   /** The token claim naming the tenant. @default none */
   readonly tenantClaim?: string;
+  /**
+   * The token claim listing the caller's roles, for access rules: a string (names separated by spaces or commas)
+   * or an array of strings. @default 'roles'
+   */
+  readonly rolesClaim?: string;
+  /** The token claim listing the caller's groups, for access rules. @default 'groups' */
+  readonly groupsClaim?: string;
   /** The token claim naming the user. @default 'sub' */
   readonly userClaim?: string;
 }
@@ -74,6 +82,7 @@ async function identify(
 ): Promise<GatewayIdentity | { readonly refused: string; readonly status: number }> {
   let tenant = fallback.tenant;
   let user = fallback.user;
+  let held: Pick<GatewayIdentity, 'roles' | 'groups'> = {};
   if (verifier) {
     const auth = header(req, 'authorization');
     const token = auth?.match(/^Bearer\s+(\S+)$/i)?.[1];
@@ -85,6 +94,9 @@ async function identify(
     if (options.tenantClaim !== undefined && claim(verified.claims, options.tenantClaim) === undefined) {
       return { refused: `The bearer token has no "${options.tenantClaim}" claim.`, status: 403 };
     }
+    held = rolesAndGroups(verified.claims, {
+      claims: { roles: options.rolesClaim ?? 'roles', groups: options.groupsClaim ?? 'groups' },
+    });
   }
   if (options.tenantHeader !== undefined) {
     const value = header(req, options.tenantHeader);
@@ -93,7 +105,7 @@ async function identify(
     tenant = value;
   }
   if (options.userHeader !== undefined) user = header(req, options.userHeader) ?? user;
-  return { tenant, user };
+  return { tenant, user, ...held };
 }
 
 interface HttpSession {

@@ -4,6 +4,7 @@ import { isRecord } from '../integrations/shared/adapter-tool.js';
 import type { LedgerTool } from '../middleware/tool.js';
 import { type CallTransport, gatewayLedgerTool, handleToolCall } from './call.js';
 import type { ToolCatalog, ToolFacts } from './catalog.js';
+import type { Gate } from './gate.js';
 import { ToolLookup } from './tool-lookup.js';
 import type { GatewayIdentity, GatewayTransport, JsonRpcMessage, TransportExtra } from './types.js';
 import { UpstreamRequests } from './upstream.js';
@@ -18,6 +19,8 @@ export interface SessionShared {
   /** Whether the upstream is reached over HTTP, whose death only pings reveal. */
   readonly pingUpstream: boolean;
   readonly log: (line: string) => void;
+  /** Admits each tool call: access rules and per-tenant limits. */
+  readonly gate: Gate;
   /** The resolved timings: ping, drain and the default call timeout. */
   readonly settings: GatewaySettings;
   /** Starts the session's upstream transport; a command that cannot be spawned is an error that says so. */
@@ -254,6 +257,7 @@ export class GatewaySession {
         ledgerTool: (f) => ledgerToolFor(this.shared.ledger, f),
         upstream: this.requests,
         identity: this.shared.identity(extra),
+        gate: this.shared.gate,
         keyField: this.shared.keyField,
         defaultTimeoutMs: this.shared.settings.upstreamCallTimeoutMs,
         transport,

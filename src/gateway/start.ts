@@ -3,10 +3,13 @@ import type { LedgerOptions } from '../config/options.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { createLedger, type Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
+import { checkAccessRules } from './access.js';
 import { ToolCatalog } from './catalog.js';
+import { Gate } from './gate.js';
 import { type HttpIdentityOptions, IDENTITY_KEY, listenHttp, type Readiness } from './http.js';
 import { isCommand, stdioServerTransport, upstreamTransport } from './sdk.js';
 import { GatewaySession, type SessionShared } from './session.js';
+import { checkTenantLimits } from './tenant-limits.js';
 import type {
   GatewayIdentity,
   GatewayOptions,
@@ -112,6 +115,10 @@ function checkTools(options: GatewayOptions): void {
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
   checkTools(options);
   checkIdentity(options);
+  const invalidOption = (why: string) =>
+    new ToolLedgerError('CONFIG_INVALID', `The gateway options are invalid: ${why}.`);
+  if (options.access !== undefined) checkAccessRules(options.access, invalidOption);
+  if (options.limits !== undefined) checkTenantLimits(options.limits, invalidOption);
   const keyField = checkKeyField(options.keyField ?? DEFAULT_KEY_FIELD);
   const settings = resolveGatewaySettings(pickSettings(options));
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -131,6 +138,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     pingUpstream: !isCommand(options.upstream),
     log,
     settings,
+    gate: new Gate(options.access, options.limits),
     startUpstream: (transport) => startUpstream(options.upstream, transport),
     identity: (extra: TransportExtra | undefined) => {
       const carried = extra?.authInfo?.extra?.[IDENTITY_KEY];
@@ -157,7 +165,13 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       const listener = await listenHttp({
         host: options.listen.host,
         port: options.listen.port,
-        identity: options.identity ?? {},
+        identity: {
+          ...(options.access?.claims?.roles === undefined ? {} : { rolesClaim: options.access.claims.roles }),
+          ...(options.access?.claims?.groups === undefined
+            ? {}
+            : { groupsClaim: options.access.claims.groups }),
+          ...options.identity,
+        },
         fallback,
         idleTimeoutMs: settings.sessionIdleTimeoutMs,
         maxRequestBytes: settings.maxRequestBytes,

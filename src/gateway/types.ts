@@ -1,5 +1,7 @@
 import type { LedgerOptions } from '../config/options.js';
 import type { Ledger } from '../create-ledger.js';
+import type { AccessRules } from './access.js';
+import type { TenantLimits } from './tenant-limits.js';
 
 /** A JSON-RPC message as MCP transports carry it; structural, so this module never loads an MCP SDK. */
 export type JsonRpcMessage = {
@@ -64,6 +66,10 @@ export interface GatewayToolOptions {
 export interface GatewayIdentity {
   readonly tenant: string | undefined;
   readonly user: string | undefined;
+  /** The caller's roles, from a verified token claim (access rules); undefined when no token names any. */
+  readonly roles?: readonly string[] | undefined;
+  /** The caller's groups, from a verified token claim (access rules); undefined when no token names any. */
+  readonly groups?: readonly string[] | undefined;
 }
 
 /** A command the gateway spawns and speaks stdio to. */
@@ -107,6 +113,16 @@ export interface GatewayOptions {
    * @default 'idempotency_key'
    */
   readonly keyField?: string;
+  /**
+   * Who may call which tool, by verified claims (roles, groups) and tenant; a refused call gets the tool error
+   * `ACCESS_DENIED`. @default undefined (every caller may call every tool)
+   */
+  readonly access?: AccessRules;
+  /**
+   * Per-tenant rate and concurrency limits of this process (per replica); a call over them gets the retryable tool
+   * error `RATE_LIMITED` with `retryAfterMs`. @default undefined (no limits)
+   */
+  readonly limits?: TenantLimits;
   /** Where diagnostics go (never stdout: in stdio mode stdout is the MCP channel). @default process.stderr */
   readonly log?: (line: string) => void;
 }

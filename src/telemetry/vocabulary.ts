@@ -91,6 +91,44 @@ export const PROMETHEUS_METRIC_IN_PROCESS = {
   UNSAVED_RESULTS: 'tool_ledger_results_unsaved',
 } as const;
 
+/**
+ * The gateway's own instruments (a gateway process only, not every ledger process): every admission decision on a
+ * tool call, by `tool_ledger.gateway.decision` (allowed, denied, limited) and `tool_ledger.gateway.reason`.
+ */
+export const GATEWAY_METRIC = {
+  DECISIONS: 'tool_ledger.gateway.decisions',
+} as const;
+
+/** `GATEWAY_METRIC` as Prometheus names it: a counter, `_total` in process and over OTLP alike. */
+export const GATEWAY_PROMETHEUS_METRIC = {
+  DECISIONS: 'tool_ledger_gateway_decisions_total',
+} as const;
+
+/** The attributes of the gateway's decisions, on its metric and on the call's server span. */
+export const GATEWAY_ATTR = {
+  DECISION: 'tool_ledger.gateway.decision',
+  REASON: 'tool_ledger.gateway.reason',
+} as const;
+
+/** What the gateway decided about a tool call before it went anywhere. */
+export const GATEWAY_DECISIONS = ['allowed', 'denied', 'limited'] as const;
+
+/**
+ * Why: `none` for an allowed call; for a denied one the list of the access rule the caller matched nothing in
+ * (`role`, `group`, `tenant`) or the claim it lacks (`missing_role`, ...); for a limited one `rate` or `concurrency`.
+ */
+export const GATEWAY_REASONS = [
+  'none',
+  'role',
+  'group',
+  'tenant',
+  'missing_role',
+  'missing_group',
+  'missing_tenant',
+  'rate',
+  'concurrency',
+] as const;
+
 export const LOG_EVENT_NAME = 'tool_ledger.decision' as const;
 
 /** Log severity of each outcome's decision record (OpenTelemetry SeverityNumber values). */
@@ -110,6 +148,7 @@ export const UNIT = {
   CALLS: '{call}',
   RUNS: '{run}',
   RESULTS: '{result}',
+  DECISIONS: '{decision}',
 } as const;
 
 /** `error.type` for errors that carry no stable code or safe class name (the general convention's fallback). */

@@ -156,6 +156,22 @@ const ROWS: readonly Row[] = [
     call: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
     read: 'OUTCOME_UNKNOWN: An earlier attempt of this request to {tool} was interrupted while it acted, so it is not known whether it took effect. {tool} will not repeat it until an operator has checked. Do not call {tool} again for this request, with this or a new key; tell the user it needs checking.',
   },
+  {
+    name: 'ACCESS_DENIED',
+    error: () => new ToolLedgerError('ACCESS_DENIED', 'This caller may not call it'),
+    argument:
+      'ACCESS_DENIED: This caller may not call it. Nothing was done. Do not retry {tool} for this caller, with this or a new key; tell the user they are not allowed to use it.',
+    call: 'ACCESS_DENIED: This caller may not call it. Nothing was done. Do not retry {tool} for this caller, with this or a new key; tell the user they are not allowed to use it.',
+    read: 'ACCESS_DENIED: This caller may not call it. Nothing was done. Do not retry {tool} for this caller, with this or a new key; tell the user they are not allowed to use it.',
+  },
+  {
+    name: 'RATE_LIMITED',
+    error: () => new ToolLedgerError('RATE_LIMITED', 'Too many calls', { retryAfterMs: 1500 }),
+    argument:
+      'RATE_LIMITED: Too many calls. Nothing was done. Wait about 2 s, then call {tool} again with the same arguments and the same "{key}".',
+    call: 'RATE_LIMITED: Too many calls. Nothing was done. Wait about 2 s, then call {tool} again with the same arguments.',
+    read: 'RATE_LIMITED: Too many calls. Nothing was done. Wait about 2 s, then call {tool} again with the same arguments.',
+  },
 ];
 
 /** The one sentence a replay starts with; a first execution reads as the bare JSON. */

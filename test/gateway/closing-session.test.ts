@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveGatewaySettings } from '../../src/config/gateway.js';
 import { createLedger, type Ledger } from '../../src/create-ledger.js';
 import { ToolCatalog } from '../../src/gateway/catalog.js';
+import { Gate } from '../../src/gateway/gate.js';
 import { GatewaySession } from '../../src/gateway/session.js';
 import type { GatewayTransport } from '../../src/gateway/types.js';
 import {
@@ -107,6 +108,7 @@ it('answers a call that arrives while the session closes, before the client side
       pingUpstream: true,
       log: (line) => log.push(line),
       settings: resolveGatewaySettings(),
+      gate: new Gate(undefined, undefined),
       startUpstream: (transport) => transport.start(),
       identity: () => ({ tenant: 'acme', user: undefined }),
     },

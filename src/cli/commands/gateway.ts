@@ -32,7 +32,8 @@ Ledger
   --pglite DIR           An embedded ledger in directory DIR instead of Postgres (one process only)
   --schema NAME          Schema holding the ledger (default: tool_ledger)
   --config FILE          JSON per-tool settings (kind, volatileFields, ttlSeconds, leaseSeconds,
-                         waitSeconds, onUnknown, timeoutSeconds); see docs/gateway.md
+                         waitSeconds, onUnknown, timeoutSeconds), access rules and per-tenant
+                         limits; see docs/gateway.md
 
 Who is calling (keys are scoped by tenant; a key reused by another user is refused)
   --tenant T             Tenant of every call (default: "default")
@@ -218,6 +219,8 @@ export async function parse(args: Args, io: Io): Promise<GatewayCommandOptions> 
     ...(str('user') === undefined ? {} : { user: str('user') }),
     ...(file.tools === undefined ? {} : { tools: file.tools }),
     ...(file.defaults === undefined ? {} : { defaults: file.defaults }),
+    ...(file.access === undefined ? {} : { access: file.access }),
+    ...(file.limits === undefined ? {} : { limits: file.limits }),
     ...((str('key-field') ?? file.keyField) === undefined
       ? {}
       : { keyField: str('key-field') ?? file.keyField }),

@@ -111,6 +111,10 @@ const ERROR_TEXTS = {
     `The server is shutting down and did not run ${s.tool}. Nothing was done. Call it again in a moment ${same(s)}.`,
   OUTCOME_UNKNOWN: (_error, s) =>
     `An earlier attempt of this request to ${s.tool} was interrupted while it acted, so it is not known whether it took effect. ${s.tool} will not repeat it until an operator has checked. Do not call ${s.tool} again for this request, with this or a new key; tell the user it needs checking.`,
+  ACCESS_DENIED: (error, s) =>
+    `${sentence(error.message)} Nothing was done. Do not retry ${s.tool} for this caller, with this or a new key; tell the user they are not allowed to use it.`,
+  RATE_LIMITED: (error, s) =>
+    `${sentence(error.message)} Nothing was done. ${waitHint(error)}, then call ${s.tool} again ${same(s)}.`,
 } as const satisfies Record<ErrorCode, Text>;
 
 /** The text a model reads for a ledger error: the stable code, then what happened and what to do next. */
