@@ -27,7 +27,7 @@ import { pgConnectOptions } from './ledger/drivers/pg-connect.js';
 import { openInMemoryLedgerDb, openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
 import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
-import { migrationScript } from './ledger/migrations.js';
+import { ledgerApplicationName, migrationScript } from './ledger/migrations.js';
 import { CompletionNotifier } from './ledger/notifier.js';
 import {
   applyLayoutMigrations,
@@ -139,6 +139,9 @@ async function openDriver(config: ResolvedConfig): Promise<OpenedDriver> {
         const connect = pgConnectOptions(Client, db.connectionString, config.connectTimeoutSeconds * 1000);
         const pool = new Pool({
           ...connect,
+          // Names the code's schema level and the schema (a URL's own application_name wins): migrate --check
+          // reads it to tell which versions of the code hold connections.
+          application_name: ledgerApplicationName(config.schema),
           max: config.poolSize,
           // pg reads 0 as "no timeout" for all three.
           query_timeout: config.queryTimeoutSeconds * 1000,

@@ -4,9 +4,20 @@ export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly up: (schema: string) => string;
+  /**
+   * Set on a migration that processes of the previous version cannot run beside (it drops, renames or re-keys
+   * what they use). Only migration 8 is; from here on every migration is expand-only (docs/operations.md
+   * "Rolling upgrades"), which test/unit/ledger/expand-only.test.ts checks in the SQL of every later one.
+   */
+  readonly breaking?: true;
 }
 
-/** Ordered and append-only: a shipped migration is never edited, only followed by a new one. */
+/**
+ * Ordered and append-only: a shipped migration is never edited, only followed by a new one. From migration 9 on
+ * every migration is expand-only: it adds tables, nullable or defaulted columns and indexes, and never drops,
+ * renames, retypes or re-keys anything, so the previous release keeps working on the new schema while a fleet
+ * rolls and the new release works beside old processes.
+ */
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -146,6 +157,8 @@ COMMENT ON TABLE ${r} IS 'tool-ledger: unknown outcomes settled by tool-ledger r
   {
     version: 8,
     name: 'tool_runs_tenant_key',
+    // The one breaking migration: it re-keys tool_runs, which processes before it address by `id`.
+    breaking: true,
     // The key becomes the primary key. It starts with the tenant, as every unique constraint must for a table
     // distributed by tenant (Citus, docs/operations.md "Distributing by tenant"), and every hot-path statement names it.
     // A first execution's insert then adds two index entries instead of three: the `id` index goes (ids stay, for
@@ -180,6 +193,28 @@ ALTER TABLE ${resolvedTable(schema)} ADD PRIMARY KEY (tenant_id, id)`;
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)!.version;
+
+/** The last migration processes of an older version cannot run beside (see `Migration.breaking`). */
+export const LAST_BREAKING_VERSION = Math.max(...MIGRATIONS.filter((m) => m.breaking).map((m) => m.version));
+
+const APPLICATION_PREFIX = 'tool-ledger';
+
+/**
+ * The `application_name` a ledger's connections carry: the schema level the code was written for and the schema,
+ * so `tool-ledger migrate --check` can tell from `pg_stat_activity` which versions of the code are connected.
+ * Postgres keeps 63 bytes; a longer schema name is cut (the check then matches by prefix).
+ */
+export function ledgerApplicationName(schema: string): string {
+  return `${APPLICATION_PREFIX} v${LATEST_VERSION} ${schema}`.slice(0, 63);
+}
+
+/** The schema level and schema a ledger connection's `application_name` names, or undefined for anything else. */
+export function parseLedgerApplicationName(
+  name: string,
+): { readonly version: number; readonly schema: string } | undefined {
+  const match = /^tool-ledger v(\d+) (.+)$/.exec(name);
+  return match ? { version: Number(match[1]), schema: match[2] as string } : undefined;
+}
 
 export function versionTable(schema: string): string {
   return `${quoteIdent(schema)}.tool_ledger_migrations`;

@@ -3,6 +3,7 @@ import type { Distribution } from '../../ledger/distribute.js';
 import type { PgPoolLike } from '../../ledger/drivers/pg/client.js';
 import { pgDriver } from '../../ledger/drivers/pg/driver.js';
 import { pgConnectOptions } from '../../ledger/drivers/pg-connect.js';
+import { checkFleet, type FleetReport } from '../../ledger/fleet.js';
 import { applyMigrations } from '../../ledger/migrate.js';
 import { LATEST_VERSION, migrationScript } from '../../ledger/migrations.js';
 import {
@@ -31,18 +32,21 @@ export const options = {
   layout: { type: 'string' },
   'partition-width-seconds': { type: 'string' },
   distribute: { type: 'boolean', default: false },
+  check: { type: 'boolean', default: false },
 } as const satisfies CommandOptions;
 
 export const help: CommandHelp = {
   rows: [
     {
       usage:
-        'migrate [--print-sql] [--layout table|partitioned] [--partition-width-seconds N] [--distribute]',
+        'migrate [--print-sql | --check] [--layout table|partitioned] [--partition-width-seconds N] [--distribute]',
       text: [
         'Apply pending migrations (or print the SQL for a DBA);',
         '--layout partitioned converts tool_runs to partitions',
         'by expiry (default width 86400 s); --distribute then',
-        'distributes the schema by tenant on a Citus coordinator',
+        'distributes the schema by tenant on a Citus coordinator;',
+        '--check says whether pending migrations are safe with the',
+        'processes connected (exit 1 when not)',
       ],
     },
   ],
@@ -50,6 +54,7 @@ export const help: CommandHelp = {
     'DATABASE_URL=postgres://app@db:5432/app tool-ledger migrate',
     'tool-ledger migrate --print-sql --schema billing_ledger > ledger.sql',
     'tool-ledger migrate --distribute',
+    'tool-ledger migrate --check   # are the pending migrations safe with the running fleet? (exit 1: no)',
   ],
 };
 
@@ -69,6 +74,7 @@ export function parse(args: Args, io: Io): MigrateOptions {
   if (args.flag('distribute')) checkDistributeFlags(layout);
   return {
     distribute: args.flag('distribute'),
+    check: args.flag('check'),
     printSql: args.flag('print-sql'),
     json: args.json,
     schema,
@@ -96,6 +102,8 @@ export interface MigrateOptions {
   layout?: { readonly layout: Layout; readonly widthSeconds: number } | undefined;
   /** Then distribute the schema with Citus (src/cli/distribute.ts). */
   distribute?: boolean;
+  /** Apply nothing: say whether the pending migrations are safe with the processes connected (src/ledger/fleet.ts). */
+  check?: boolean;
 }
 
 export async function run(io: Io, opts: MigrateOptions): Promise<number> {
@@ -110,6 +118,7 @@ export async function run(io: Io, opts: MigrateOptions): Promise<number> {
   const connection = opts.connection();
   const pool = new pg.Pool({ ...pgConnectOptions(pg.Client, connection.databaseUrl, 10_000), max: 1 });
   pool.on('error', () => {});
+  if (opts.check) return runCheck(io, opts, pool as unknown as PgPoolLike, connection.schema);
   const driver = pgDriver(pool as unknown as PgPoolLike, {
     ownsPool: true,
     preparedStatements: true,
@@ -159,4 +168,47 @@ export async function run(io: Io, opts: MigrateOptions): Promise<number> {
     ].join('\n'),
   );
   return EXIT.OK;
+}
+
+/** `migrate --check`: applies nothing; says whether the pending migrations are safe with the processes connected. */
+async function runCheck(io: Io, opts: MigrateOptions, pool: PgPoolLike, schema: string): Promise<number> {
+  let report: FleetReport;
+  try {
+    report = await checkFleet(pool, schema);
+  } catch (error) {
+    throw new CliError(
+      `migrate --check could not read the database: ${(error as Error).message}`,
+      EXIT.FAILURE,
+      {
+        cause: error,
+      },
+    );
+  } finally {
+    await pool.end().catch(() => {});
+  }
+  print(io, opts.json, report, () => {
+    const lines = [
+      report.pending.length === 0
+        ? `Schema "${schema}" is up to date (version ${LATEST_VERSION}).`
+        : `Schema "${schema}": pending migrations ${report.pending.join(', ')}${
+            report.breakingPending.length
+              ? ` (breaking: ${report.breakingPending.join(', ')})`
+              : ' (all expand-only)'
+          }.`,
+      report.processes.length === 0
+        ? 'No tool-ledger process of this schema is connected.'
+        : `Connected: ${report.processes.map((p) => `${p.connections} connection(s) of code for schema level ${p.version}`).join('; ')}.`,
+      ...(report.unnamedConnections > 0
+        ? [
+            `${report.unnamedConnections} other connection(s) to this database carry no tool-ledger application_name (other programs, or releases before it was set): check them yourself.`,
+          ]
+        : []),
+      ...report.incompatible.map((p) => `Not compatible: processes ${p.why}.`),
+      report.compatible
+        ? 'Compatible: safe to migrate with these processes running.'
+        : 'Not safe to migrate now.',
+    ];
+    return lines.join('\n');
+  });
+  return report.compatible ? EXIT.OK : EXIT.FAILURE;
 }
