@@ -1,4 +1,6 @@
-import { DETECTORS, type Finding, LABEL, setNamePartCheck } from './detectors.js';
+import { setNamePartCheck } from './contextual-detectors.js';
+import { type Finding, LABEL } from './detector.js';
+import { DETECTORS } from './detectors.js';
 import { type Dictionaries, dictionaries } from './dictionaries.js';
 import { detectionView } from './normalize.js';
 import { DEFAULT_ALLOWED_WORDS, judgeWord, type WordVerdict } from './words.js';
