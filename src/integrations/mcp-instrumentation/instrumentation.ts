@@ -7,19 +7,19 @@ import {
   InstrumentationNodeModuleFile,
   isWrapped,
 } from '@opentelemetry/instrumentation';
-import type { CallObserver, Decision } from '../../contract/observer.js';
+import type { CallObserver } from '../../contract/observer.js';
 import { loadLogsApi } from '../../telemetry/logs-api.js';
 import { createOtelObserver } from '../../telemetry/observer.js';
 import { mcpCallAttributes } from '../mcp/attributes.js';
 import { requestInfo, withTransport } from '../mcp/request.js';
-import type { McpRequestInfo } from '../mcp/types.js';
 import { contextFromMeta, withCallAttributes } from '../shared/call-attributes.js';
 import { isLedgerCallback } from '../shared/marker.js';
 import type { McpServerLike, RegisteredToolLike, ToolCallbackLike } from './internal-types.js';
 import { warnIfNoLoaderHook } from './loader-hook-check.js';
-import { type Failure, operationMetric } from './operation-metric.js';
-import { ERROR_TYPE_TOOL_ERROR } from './semconv.js';
+import { type CallTelemetry, observeCall } from './observe-call.js';
+import { operationMetric } from './operation-metric.js';
 import { serverSpanTracerProvider } from './server-span.js';
+import { explicitProvider, stateOf } from './state.js';
 import type { ToolLedgerMcpInstrumentationConfig } from './types.js';
 
 const INSTRUMENTATION_NAME = 'tool-ledger/mcp-instrumentation';
@@ -35,97 +35,11 @@ interface Wrapped extends ToolCallbackLike {
   [ORIGINAL]?: ToolCallbackLike;
 }
 
-interface State {
-  observer?: CallObserver | undefined;
-  tracerProvider?: TracerProvider | undefined;
-  meterProvider?: MeterProvider | undefined;
-  loggerProvider?: LoggerProvider | undefined;
-  commonJsHook?: { unhook(): void } | undefined;
-  patched: Set<unknown>;
-  spans?: TracerProvider | undefined;
-  metric?: ReturnType<typeof operationMetric> | undefined;
-}
-
 /** Module ids the CommonJS hook watches (see `hookCommonJs`). */
 const COMMONJS_IDS = [
   '@modelcontextprotocol/sdk/server/mcp.js',
   '@modelcontextprotocol/sdk/dist/cjs/server/mcp.js',
 ];
-
-const PLACEHOLDER_PROVIDERS = new Set([
-  'ProxyTracerProvider',
-  'NoopTracerProvider',
-  'NoopMeterProvider',
-  'ProxyLoggerProvider',
-  'NoopLoggerProvider',
-]);
-
-/**
- * registerInstrumentations hands over the global providers as they are at registration, which, before an SDK
- * starts, are placeholders: a no-op meter provider never upgrades, and a logs proxy from another copy of
- * api-logs never gets its delegate. Those are ignored, so the observer keeps looking the globals up per call.
- */
-function explicitProvider<T extends object>(provider: T | undefined, currentGlobal: unknown): T | undefined {
-  if (provider === undefined || provider === currentGlobal) return undefined;
-  return PLACEHOLDER_PROVIDERS.has(provider.constructor?.name) ? undefined : provider;
-}
-
-// Kept outside the instance: InstrumentationBase's constructor calls setConfig and the provider setters before a
-// subclass's own fields exist (and field initializers would then reset them).
-const states = new WeakMap<object, State>();
-
-function stateOf(instrumentation: object): State {
-  let state = states.get(instrumentation);
-  if (state === undefined) {
-    state = { patched: new Set() };
-    states.set(instrumentation, state);
-  }
-  return state;
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'
-  );
-}
-
-/** The text of an `isError` result, as the error message the observer scrubs and records. */
-function toolError(result: { content?: unknown }): Error {
-  const blocks = Array.isArray(result.content) ? result.content : [];
-  const text = blocks
-    .map((block) => (block && typeof block === 'object' && typeof block.text === 'string' ? block.text : ''))
-    .filter(Boolean)
-    .join('\n');
-  // Its name becomes error.type: `tool_error`, as the MCP semantic conventions name results with isError set.
-  const error = new Error(text || 'tool returned isError');
-  error.name = ERROR_TYPE_TOOL_ERROR;
-  error.stack = undefined;
-  return error;
-}
-
-function isErrorResult(result: unknown): result is { isError: true; content?: unknown } {
-  return result !== null && typeof result === 'object' && (result as { isError?: unknown }).isError === true;
-}
-
-/** The metric without the span, for a call whose span could not start. */
-function measuredOnly(run: () => unknown, measure: (failure: Failure | undefined) => void): unknown {
-  const settle = (result: unknown) => {
-    measure(isErrorResult(result) ? { error: toolError(result) } : undefined);
-    return result;
-  };
-  let result: unknown;
-  try {
-    result = run();
-  } catch (error) {
-    measure({ error });
-    throw error;
-  }
-  if (!isThenable(result)) return settle(result);
-  return Promise.resolve(result).then(settle, (error: unknown) => {
-    measure({ error });
-    throw error;
-  });
-}
 
 /**
  * OpenTelemetry instrumentation for MCP servers built on `McpServer` (`@modelcontextprotocol/sdk` 1.x or
@@ -275,6 +189,17 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
     return state.observer;
   }
 
+  /** What `observeCall` reports to, made once per instance. */
+  private callTelemetry(): CallTelemetry {
+    const state = stateOf(this);
+    state.telemetry ??= {
+      observer: () => this.getObserver(),
+      metric: () => this.getMetric(),
+      diag: this._diag,
+    };
+    return state.telemetry;
+  }
+
   private getMetric(): ReturnType<typeof operationMetric> {
     const state = stateOf(this);
     state.metric ??= operationMetric(() => state.meterProvider);
@@ -406,75 +331,14 @@ export class ToolLedgerMcpInstrumentation extends InstrumentationBase<ToolLedger
       const input = args.length > 1 ? args[0] : undefined;
       return withCallAttributes(
         mcpCallAttributes(request),
-        () => instrumentation.observeCall(name, readOnly, input, request, () => original.apply(this, args)),
+        () =>
+          observeCall(instrumentation.callTelemetry(), name, readOnly, input, request, () =>
+            original.apply(this, args),
+          ),
         contextFromMeta(request._meta),
       );
     };
     wrapped[ORIGINAL] = original;
     return wrapped;
-  }
-
-  private observeCall(
-    name: string,
-    readOnly: boolean,
-    input: unknown,
-    request: McpRequestInfo,
-    run: () => unknown,
-  ): unknown {
-    const received = performance.now();
-    const measure = (end: Failure | undefined) => {
-      try {
-        this.getMetric().record((performance.now() - received) / 1000, name, request, end);
-      } catch (error) {
-        this._diag.error('could not record mcp.server.operation.duration', error);
-      }
-    };
-    let scope: ReturnType<CallObserver['startCall']> | undefined;
-    try {
-      scope = this.getObserver().startCall({
-        tool: name,
-        kind: readOnly ? 'read' : 'mutation',
-        tenant: 'default',
-        key: undefined,
-        user: undefined,
-        toolCallId: undefined,
-        input,
-      });
-      scope.handlerStarted();
-    } catch (error) {
-      this._diag.error('could not start the tool call span; the call runs untraced', error);
-      return measuredOnly(run, measure);
-    }
-    const started = performance.now();
-    const end = (decision: Omit<Decision, 'executionSeconds'>) => {
-      measure(decision.outcome === 'failed' ? { error: decision.error } : undefined);
-      try {
-        scope.end({ ...decision, executionSeconds: (performance.now() - started) / 1000 });
-      } catch (error) {
-        this._diag.error('could not end the tool call span', error);
-      }
-    };
-    const settle = (result: unknown) => {
-      end(
-        isErrorResult(result)
-          ? { outcome: 'failed', error: toolError(result) }
-          : { outcome: 'executed', result },
-      );
-      return result;
-    };
-    let result: unknown;
-    try {
-      result = scope.run(run);
-    } catch (error) {
-      end({ outcome: 'failed', error });
-      throw error;
-    }
-    if (isThenable(result)) {
-      return Promise.resolve(result).then(settle, (error: unknown) => {
-        end({ outcome: 'failed', error });
-        throw error;
-      });
-    }
-    return settle(result);
   }
 }

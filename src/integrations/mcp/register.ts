@@ -282,59 +282,81 @@ export function registerMcpTool<TServer extends McpServerLike>(
     callback,
   );
 
-  let statusTool: ReturnType<TServer['registerTool']> | undefined;
-  if (kind === 'job') {
-    const statusSubject: TextSubject = { tool: statusToolName, kind: 'read', key: { kind: 'none' } };
-    statusTool = register(
-      statusToolName,
-      {
-        title: `${described.title ?? name} status`,
-        description: `Reports the status of a ${name} job by its ${JOB_ID_FIELD}: running, succeeded (with its result), failed (with its error) or abandoned. Read-only.`,
-        inputSchema: publishedSchema({
-          type: 'object',
-          properties: {
-            [JOB_ID_FIELD]: {
-              type: 'string',
-              minLength: 1,
-              maxLength: MAX_JOB_ID_LENGTH,
-              description: `The ${JOB_ID_FIELD} ${name} returned.`,
-            },
-          },
-          required: [JOB_ID_FIELD],
-        }),
-        annotations: { readOnlyHint: true },
-      },
-      async (args: Record<string, unknown>, raw: unknown): Promise<McpToolResult> => {
-        const jobId = isRecord(args) ? args[JOB_ID_FIELD] : undefined;
-        if (typeof jobId !== 'string' || jobId.length === 0) {
-          return mcpErrorResult(
-            new ToolLedgerError('INPUT_INVALID', `${JOB_ID_FIELD} must be a non-empty string.`, {
-              issues: [{ message: 'expected a non-empty string', path: [JOB_ID_FIELD] }],
-            }),
-            statusSubject,
-          );
-        }
-        if (jobId.length > MAX_JOB_ID_LENGTH) return jobNotFound(name, statusToolName, jobId);
-        const request = withTransport(requestInfo(raw), server);
-        try {
-          // Another user's job reads as absent, like a job that does not exist.
-          const lookup = {
-            tenant: await resolve(options.tenant, request),
-            user: await resolve(options.user, request),
-          };
-          const status = (await ledgerTool.getJob?.(jobId, lookup)) as JobStatus | undefined;
-          if (status === undefined) return jobNotFound(name, statusToolName, jobId);
-          return {
-            content: [{ type: 'text', text: jobText(status, jobNames) }],
-            structuredContent: jobView(status),
-            _meta: { [MCP_CALL_META_KEY]: { outcome: 'executed', replayed: false, jobId: status.jobId } },
-          };
-        } catch (error) {
-          if (error instanceof ToolLedgerError) return mcpErrorResult(error, statusSubject);
-          throw error;
-        }
-      },
-    );
-  }
+  const statusTool =
+    kind === 'job'
+      ? registerStatusTool(server, register, ledgerTool, options, {
+          name,
+          statusToolName,
+          title: described.title,
+          jobNames,
+        })
+      : undefined;
   return { tool: registered, statusTool };
+}
+
+/** The read-only status tool beside a job tool: a job's status by its id, for the tenant and user it ran for. */
+function registerStatusTool<T>(
+  server: McpServerLike,
+  register: (...args: Parameters<McpServerLike['registerTool']>) => T,
+  ledgerTool: AdapterTool,
+  options: RegisterMcpToolOptions,
+  names: {
+    readonly name: string;
+    readonly statusToolName: string;
+    readonly title: string | undefined;
+    readonly jobNames: Parameters<typeof jobText>[1];
+  },
+): T {
+  const { name, statusToolName, title, jobNames } = names;
+  const statusSubject: TextSubject = { tool: statusToolName, kind: 'read', key: { kind: 'none' } };
+  return register(
+    statusToolName,
+    {
+      title: `${title ?? name} status`,
+      description: `Reports the status of a ${name} job by its ${JOB_ID_FIELD}: running, succeeded (with its result), failed (with its error) or abandoned. Read-only.`,
+      inputSchema: publishedSchema({
+        type: 'object',
+        properties: {
+          [JOB_ID_FIELD]: {
+            type: 'string',
+            minLength: 1,
+            maxLength: MAX_JOB_ID_LENGTH,
+            description: `The ${JOB_ID_FIELD} ${name} returned.`,
+          },
+        },
+        required: [JOB_ID_FIELD],
+      }),
+      annotations: { readOnlyHint: true },
+    },
+    async (args: Record<string, unknown>, raw: unknown): Promise<McpToolResult> => {
+      const jobId = isRecord(args) ? args[JOB_ID_FIELD] : undefined;
+      if (typeof jobId !== 'string' || jobId.length === 0) {
+        return mcpErrorResult(
+          new ToolLedgerError('INPUT_INVALID', `${JOB_ID_FIELD} must be a non-empty string.`, {
+            issues: [{ message: 'expected a non-empty string', path: [JOB_ID_FIELD] }],
+          }),
+          statusSubject,
+        );
+      }
+      if (jobId.length > MAX_JOB_ID_LENGTH) return jobNotFound(name, statusToolName, jobId);
+      const request = withTransport(requestInfo(raw), server);
+      try {
+        // Another user's job reads as absent, like a job that does not exist.
+        const lookup = {
+          tenant: await resolve(options.tenant, request),
+          user: await resolve(options.user, request),
+        };
+        const status = (await ledgerTool.getJob?.(jobId, lookup)) as JobStatus | undefined;
+        if (status === undefined) return jobNotFound(name, statusToolName, jobId);
+        return {
+          content: [{ type: 'text', text: jobText(status, jobNames) }],
+          structuredContent: jobView(status),
+          _meta: { [MCP_CALL_META_KEY]: { outcome: 'executed', replayed: false, jobId: status.jobId } },
+        };
+      } catch (error) {
+        if (error instanceof ToolLedgerError) return mcpErrorResult(error, statusSubject);
+        throw error;
+      }
+    },
+  );
 }
