@@ -20,12 +20,12 @@ import type {
 import { distributionScript } from './ledger/citus-sql.js';
 import { distributeLedger } from './ledger/distribute.js';
 import type { Driver } from './ledger/driver.js';
+import { ledgerUnavailable } from './ledger/driver-errors.js';
 import { maskUrlPassword } from './ledger/drivers/connection-url.js';
 import type { PgPoolLike } from './ledger/drivers/pg/client.js';
-import { pgDriver } from './ledger/drivers/pg/driver.js';
+import { pgDriver } from './ledger/drivers/pg/pg-driver.js';
 import { pgConnectOptions } from './ledger/drivers/pg-connect.js';
 import { openInMemoryLedgerDb, openPGlite, pgliteDriver } from './ledger/drivers/pglite.js';
-import { ledgerUnavailable } from './ledger/errors.js';
 import { applyMigrations } from './ledger/migrate.js';
 import { ledgerApplicationName, migrationScript } from './ledger/migrations.js';
 import { CompletionNotifier } from './ledger/notifier.js';

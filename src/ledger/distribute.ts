@@ -11,7 +11,7 @@ import {
   tablePlacementSql,
   truncateLocalDataSql,
 } from './citus-sql.js';
-import { ledgerUnavailable } from './errors.js';
+import { ledgerUnavailable } from './driver-errors.js';
 import { migrationLockSql } from './migrations.js';
 import { quoteIdent } from './sql/names.js';
 

@@ -1,5 +1,5 @@
 import type { Driver } from './driver.js';
-import { ledgerUnavailable } from './errors.js';
+import { ledgerUnavailable } from './driver-errors.js';
 import { MIGRATIONS, migrationPreludeSql, versionTable } from './migrations.js';
 
 /**

@@ -2,7 +2,7 @@ import { ToolLedgerError } from '../contract/errors.js';
 import type { Queryable } from '../contract/types.js';
 import { CITUS_DISTRIBUTION, DISTRIBUTION_SETTING } from './citus-sql.js';
 import type { Driver } from './driver.js';
-import { classifyDriverError, ledgerUnavailable } from './errors.js';
+import { classifyDriverError, ledgerUnavailable } from './driver-errors.js';
 import { applyMigrations } from './migrate.js';
 import { migrationPreludeSql, migrationScript, quoteLiteral } from './migrations.js';
 import {

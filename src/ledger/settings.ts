@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../contract/types.js';
-import { classifyDriverError } from './errors.js';
+import { classifyDriverError } from './driver-errors.js';
 import {
   insertSettingSql,
   KEY_HASH_SECRET_SETTING,

@@ -4,7 +4,7 @@ import type { LedgerOperation } from '../contract/observer.js';
 import type { Queryable, StoredError } from '../contract/types.js';
 import { ClaimPath } from './claim-path.js';
 import type { Driver } from './driver.js';
-import { classifyDriverError, ledgerUnavailable } from './errors.js';
+import { classifyDriverError, ledgerUnavailable } from './driver-errors.js';
 import { type Completion, fenceParams, type RunFence } from './fence.js';
 import { type FencedStatement, type LayoutStatements, layoutStatements, writeFenced } from './layouts.js';
 import type { Layout } from './partitioned.js';

@@ -1,16 +1,16 @@
 import type { SpanRef } from '../contract/observer.js';
 import type { ToolKind } from '../contract/types.js';
-import { isOutcomeUnknown } from '../ledger/errors.js';
+import { isOutcomeUnknown } from '../ledger/driver-errors.js';
 import { fenceOf } from '../ledger/fence.js';
 import type { ClaimRow } from '../ledger/run-row.js';
 import type { Answer, CallEnd } from './call-end.js';
-import { judgeClaim, type VerdictKind, type VerdictOf } from './decide.js';
 import type { ClaimCall, Execute } from './execution.js';
 import { replayedFailure } from './failures.js';
 import { jobStatusOf, runningJobStatus } from './job-status.js';
 import { LostClaims } from './lost-claims.js';
 import { contention, heldNotSaved, inProgress, keyReused, unknownOutcome } from './messages.js';
 import type { LedgerRuntime } from './runtime.js';
+import { judgeClaim, type VerdictKind, type VerdictOf } from './verdict.js';
 import { retryAfterMs } from './wait.js';
 
 const MAX_RACE_RETRIES = 50;
@@ -23,13 +23,18 @@ export interface ClaimSettings {
 }
 
 /** How the loop goes on after a verdict: the call ends, or it claims again after a race or a wait. */
-type Next = CallEnd | 'race' | 'wait';
+export type Next = CallEnd | 'race' | 'wait';
 type Handler<K extends VerdictKind> = (verdict: VerdictOf<K>, call: ClaimCall) => Next | Promise<Next>;
 /** One handler per verdict: a verdict without one is a compile error. */
-type HandlerTable = { readonly [K in VerdictKind]: Handler<K> };
+export type HandlerTable = { readonly [K in VerdictKind]: Handler<K> };
+
+/** The verdict table of a tool's kind: what each verdict does for a mutation, and for a job. */
+export function handlerTable(kind: Exclude<ToolKind, 'read'>, settings: ClaimSettings): HandlerTable {
+  return kind === 'job' ? jobHandlers(settings) : mutationHandlers(settings);
+}
 
 /** Whether the verdict's row is an earlier execution this call's span links to. */
-const LINKS_ORIGINAL = {
+export const LINKS_ORIGINAL = {
   won: false,
   replay: true,
   final_failure: true,
@@ -136,7 +141,7 @@ export function createClaimLoop(
   kind: Exclude<ToolKind, 'read'>,
   settings: ClaimSettings,
 ): (call: ClaimCall) => Promise<CallEnd> {
-  const table = kind === 'job' ? jobHandlers(settings) : mutationHandlers(settings);
+  const table = handlerTable(kind, settings);
   const dispatch = <K extends VerdictKind>(verdict: VerdictOf<K>, call: ClaimCall) =>
     table[verdict.kind](verdict, call);
   const contended = (): CallEnd => ({ outcome: 'failed', error: contention(settings.name) });

@@ -43,14 +43,14 @@ export type Save = 'result' | 'failure' | 'unknown' | 'nothing';
 export type IfSaveFails = 'keep_and_report' | 'keep_quietly' | 'not_applicable';
 
 /** What the caller gets. */
-export type Answer = 'value' | 'the_error';
+export type CallerGets = 'value' | 'the_error';
 
 export interface EndingRule {
   readonly save: Save;
   /** For `failure`: whether the saved failure is final (`verdict`: the handler's error decides). */
   readonly final: boolean | 'verdict';
   readonly ifSaveFails: IfSaveFails;
-  readonly answer: Answer;
+  readonly answer: CallerGets;
   /** The call's outcome in telemetry, and whether the tool's own answer is an error. */
   readonly outcome: 'executed' | 'replayed' | 'failed' | 'unknown';
   readonly toolError: boolean;

@@ -12,7 +12,7 @@ import {
 } from '../contract/errors.js';
 import type { NotJsonError } from '../contract/json.js';
 import type { UnknownOutcomeRule, UnknownRunContext } from '../contract/types.js';
-import { classifyDriverError } from '../ledger/errors.js';
+import { classifyDriverError } from '../ledger/driver-errors.js';
 import type { ClaimRow } from '../ledger/run-row.js';
 import type { KeptLoad } from './background-saves.js';
 

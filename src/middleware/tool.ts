@@ -5,7 +5,13 @@ import { type OmitTree, omitTreeOf } from '../contract/canonical-json.js';
 import { parameterHash } from '../contract/fingerprint.js';
 import { NotJsonError } from '../contract/json.js';
 import { assertStorableId, assertValidKey } from '../contract/keys.js';
-import { type CallScope, type Decision, NOOP_SCOPE, noopObserver } from '../contract/observer.js';
+import {
+  type CallScope,
+  type Decision,
+  NOOP_SCOPE,
+  noopObserver,
+  type SpanRef,
+} from '../contract/observer.js';
 import type { RejectedReason } from '../contract/outcomes.js';
 import type {
   CallContext,
@@ -17,6 +23,7 @@ import type {
   ToolOptions,
 } from '../contract/types.js';
 import { newLeaseOwner } from '../ledger/fence.js';
+import type { ClaimRequest } from '../ledger/store.js';
 import { type Answer, type CallEnd, isRefusal, type Refusal, rejected } from './call-end.js';
 import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';
@@ -139,7 +146,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     runtime.config,
   );
   const { name, kind, handler } = tool;
-  const { store, notifier, observer } = runtime;
+  const { notifier, observer } = runtime;
   const observed = observer !== noopObserver;
   const execute = createExecutor({ runtime, ...tool });
   const volatile = omitTreeOf(tool.volatileFields);
@@ -147,10 +154,10 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   if (kind !== 'read') runtime.saves.announce(name);
 
   /**
-   * Decides a call: a refusal at once, or the promise of how it ends. Not an async function, and no await without a
+   * Starts a call: a refusal at once, or the promise of how it ends. Not an async function, and no await without a
    * schema: each async frame and await is a promise and a turn of the microtask queue on every call.
    */
-  const decide = (
+  const start = (
     input: unknown,
     context: CallContext,
     scope: CallScope,
@@ -179,23 +186,8 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     if ('error' in hashed) return hashed;
     const paramsHash = hashed.hash;
     scope.setParamsHash(paramsHash);
-    const span = scope.spanRef;
     return claimLoop({
-      request: {
-        tenant,
-        tool: name,
-        key: context.key as string,
-        user: context.user,
-        paramsHash,
-        leaseOwner: runtime.lostClaims.takeFor(tenant, name, context.key as string) ?? newLeaseOwner(),
-        leaseSeconds: tool.leaseSeconds,
-        ttlSeconds: tool.ttlSeconds,
-        traceId: span?.traceId,
-        spanId: span?.spanId,
-        jobId: kind === 'job' ? `job_${randomUUID()}` : undefined,
-        allowLeaseTakeover: tool.allowLeaseTakeover,
-        wouldWait: kind === 'mutation' && tool.waitMs > 0,
-      },
+      request: claimRequestOf(runtime, tool, context, tenant, paramsHash, scope.spanRef),
       input: validated,
       context,
       scope,
@@ -213,7 +205,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   ): Promise<CallEnd> => {
     let end: CallEnd;
     try {
-      end = await decide(input, ctx, scope, facts);
+      end = await start(input, ctx, scope, facts);
     } catch (error) {
       // Anything thrown rather than decided (the handler, the database) is a failure.
       end = { outcome: 'failed', error };
@@ -251,21 +243,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     const facts: CallFacts = {};
     const end = await run(input, ctx, facts);
     if (isRefusal(end)) throw end.error;
-    const row = end.row;
-    return {
-      outcome: end.outcome,
-      value: end.value,
-      tool: name,
-      kind,
-      tenant: typeof ctx.tenant === 'string' ? ctx.tenant : 'default',
-      key: ctx.key,
-      paramsHash: end.paramsHash,
-      attempt: row?.attempt ?? (kind === 'read' ? 0 : 1),
-      waitedMs: facts.waitedMs ?? 0,
-      completedAt: end.completedAt,
-      jobId: row?.job_id ?? undefined,
-      originalSpan: end.outcome !== 'executed' && row ? spanOf(row) : undefined,
-    };
+    return reportOf(tool, ctx, facts, end);
   };
 
   // The value alone: no report to build.
@@ -284,19 +262,72 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     input: tool.input,
     invoke,
     call,
-    ...(kind === 'job'
-      ? {
-          async getJob(jobId: string, lookup: JobLookup = {}): Promise<JobStatus | undefined> {
-            runtime.assertOpen(name);
-            const tenant = lookup.tenant ?? 'default';
-            assertStorableId(tenant, 'tenant', name);
-            if (lookup.user !== undefined) assertStorableId(lookup.user, 'user', name);
-            if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 255) return undefined;
-            const row = await store.findJob(tenant, name, jobId);
-            // Another user's job is reported as absent, like a retry with their key: nothing of it is revealed.
-            return row && row.user_id === (lookup.user ?? null) ? jobStatusOf(row) : undefined;
-          },
-        }
-      : {}),
+    ...(kind === 'job' ? { getJob: jobLookup(runtime, name) } : {}),
   }) as unknown as LedgerTool<CallInputOf<TSchema>, unknown>;
+}
+
+/** What a call's claim sends: the key's scope, the input's hash, a fresh lease owner (or a lost claim's) and its span. */
+function claimRequestOf(
+  runtime: LedgerRuntime,
+  tool: ResolvedToolConfig,
+  context: CallContext,
+  tenant: string,
+  paramsHash: string,
+  span: SpanRef | undefined,
+): ClaimRequest {
+  const { name, kind } = tool;
+  return {
+    tenant,
+    tool: name,
+    key: context.key as string,
+    user: context.user,
+    paramsHash,
+    leaseOwner: runtime.lostClaims.takeFor(tenant, name, context.key as string) ?? newLeaseOwner(),
+    leaseSeconds: tool.leaseSeconds,
+    ttlSeconds: tool.ttlSeconds,
+    traceId: span?.traceId,
+    spanId: span?.spanId,
+    jobId: kind === 'job' ? `job_${randomUUID()}` : undefined,
+    allowLeaseTakeover: tool.allowLeaseTakeover,
+    wouldWait: kind === 'mutation' && tool.waitMs > 0,
+  };
+}
+
+/** The report `invoke` answers for a call that returned a value. */
+function reportOf(
+  tool: ResolvedToolConfig,
+  ctx: CallContext,
+  facts: CallFacts,
+  end: Answer,
+): InvokeReport<unknown> {
+  const { name, kind } = tool;
+  const row = end.row;
+  return {
+    outcome: end.outcome,
+    value: end.value,
+    tool: name,
+    kind,
+    tenant: typeof ctx.tenant === 'string' ? ctx.tenant : 'default',
+    key: ctx.key,
+    paramsHash: end.paramsHash,
+    attempt: row?.attempt ?? (kind === 'read' ? 0 : 1),
+    waitedMs: facts.waitedMs ?? 0,
+    completedAt: end.completedAt,
+    jobId: row?.job_id ?? undefined,
+    originalSpan: end.outcome !== 'executed' && row ? spanOf(row) : undefined,
+  };
+}
+
+/** A job tool's `getJob`: the status of a job by id, for the tenant and user it ran for. */
+function jobLookup(runtime: LedgerRuntime, name: string) {
+  return async (jobId: string, lookup: JobLookup = {}): Promise<JobStatus | undefined> => {
+    runtime.assertOpen(name);
+    const tenant = lookup.tenant ?? 'default';
+    assertStorableId(tenant, 'tenant', name);
+    if (lookup.user !== undefined) assertStorableId(lookup.user, 'user', name);
+    if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 255) return undefined;
+    const row = await runtime.store.findJob(tenant, name, jobId);
+    // Another user's job is reported as absent, like a retry with their key: nothing of it is revealed.
+    return row && row.user_id === (lookup.user ?? null) ? jobStatusOf(row) : undefined;
+  };
 }

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolLedgerError } from '../../src/index.js';
 import type { PgPoolLike } from '../../src/ledger/drivers/pg/client.js';
-import { pgDriver } from '../../src/ledger/drivers/pg/driver.js';
+import { pgDriver } from '../../src/ledger/drivers/pg/pg-driver.js';
 import { type FaultServer, startFaultServer } from './support/postgres-server.js';
 import { type FaultProxy, startProxy } from './support/proxy.js';
 

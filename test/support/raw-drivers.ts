@@ -3,7 +3,7 @@ import pg from 'pg';
 import { createLedger } from '../../src/index.js';
 import type { Driver } from '../../src/ledger/driver.js';
 import type { PgPoolLike } from '../../src/ledger/drivers/pg/client.js';
-import { pgDriver } from '../../src/ledger/drivers/pg/driver.js';
+import { pgDriver } from '../../src/ledger/drivers/pg/pg-driver.js';
 import { type PGliteLike, pgliteDriver } from '../../src/ledger/drivers/pglite.js';
 import { databaseUrl, TEST_DISTRIBUTION, uniqueSchema } from './db.js';
 

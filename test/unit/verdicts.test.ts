@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimRow } from '../../src/ledger/run-row.js';
-import { judgeClaim } from '../../src/middleware/decide.js';
+import { judgeClaim } from '../../src/middleware/verdict.js';
 
 const now = new Date('2026-01-01T00:00:00Z');
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Distribution } from '../../ledger/distribute.js';
 import type { PgPoolLike } from '../../ledger/drivers/pg/client.js';
-import { pgDriver } from '../../ledger/drivers/pg/driver.js';
+import { pgDriver } from '../../ledger/drivers/pg/pg-driver.js';
 import { pgConnectOptions } from '../../ledger/drivers/pg-connect.js';
 import { checkFleet, type FleetReport } from '../../ledger/fleet.js';
 import { applyMigrations } from '../../ledger/migrate.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimRow } from '../../../src/ledger/run-row.js';
-import { judgeClaim } from '../../../src/middleware/decide.js';
 import { LostClaims } from '../../../src/middleware/lost-claims.js';
+import { judgeClaim } from '../../../src/middleware/verdict.js';
 
 describe('lost claims', () => {
   it('hands a token to one retry only', () => {

@@ -1,4 +1,4 @@
-import { classifyDriverError } from '../../errors.js';
+import { classifyDriverError } from '../../driver-errors.js';
 import { quoteIdent } from '../../sql/names.js';
 import type { PgPoolLike } from './client.js';
 import type { PoolerDetector } from './pooler.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { classifyDriverError } from '../../errors.js';
+import { classifyDriverError } from '../../driver-errors.js';
 import type { PgPoolLike } from './client.js';
 
 /** A named statement runs on pg's extended protocol with the plan cached per connection. */

@@ -1,6 +1,6 @@
 import { ToolLedgerError } from '../../../contract/errors.js';
 import type { Queryable } from '../../../contract/types.js';
-import { classifyDriverError, ledgerUnavailable } from '../../errors.js';
+import { classifyDriverError, ledgerUnavailable } from '../../driver-errors.js';
 import { checkoutWithin, type PgClientLike, type PgPoolLike, withinMs } from './client.js';
 
 /** Failures of COMMIT that are a definite answer: the transaction rolled back. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ToolLedgerError } from '../../../src/contract/errors.js';
-import { classifyDriverError, ledgerUnavailable } from '../../../src/ledger/errors.js';
+import { classifyDriverError, ledgerUnavailable } from '../../../src/ledger/driver-errors.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 
