@@ -14,6 +14,18 @@ export interface BackgroundSaveLimits {
   readonly maxBytes: number;
 }
 
+/** Where the saves keep their count, their work and their end. */
+export interface BackgroundSaveSettings {
+  readonly store: LedgerStore;
+  readonly limits: BackgroundSaveLimits;
+  /** Told each change of a tool's count of kept results (telemetry's `unsavedResults`). */
+  readonly changed: (tool: string, delta: number) => void;
+  /** Keeps `close()` waiting for the sending loop. */
+  readonly track: (work: Promise<void>) => void;
+  /** Registers what stops the sending when the ledger closes. */
+  readonly onClose: (stop: () => void) => void;
+}
+
 /** What this process keeps when a result is dropped, and the limits that left no room for it. */
 export interface KeptLoad extends BackgroundSaveLimits {
   readonly count: number;
@@ -71,16 +83,13 @@ export class BackgroundSaves {
   #loop: Promise<void> | undefined;
   #stopped = false;
 
-  constructor(
-    store: LedgerStore,
-    limits: BackgroundSaveLimits,
-    changed: (tool: string, delta: number) => void,
-    track: (work: Promise<void>) => void,
-  ) {
-    this.#store = store;
-    this.#limits = limits;
-    this.#changed = changed;
-    this.#track = track;
+  constructor(settings: BackgroundSaveSettings) {
+    this.#store = settings.store;
+    this.#limits = settings.limits;
+    this.#changed = settings.changed;
+    this.#track = settings.track;
+    // Closing stops the sending once its timeout has passed.
+    settings.onClose(() => this.#stop());
   }
 
   /**
@@ -125,11 +134,6 @@ export class BackgroundSaves {
       return undefined;
     this.#release(key);
     return held.resultJson;
-  }
-
-  /** Reports a tool's count as 0 before anything is kept, so its series exists (and alerts see 0, not nothing). */
-  announce(tool: string): void {
-    this.#changed(tool, 0);
   }
 
   /** Kept or in flight: the claim loop settles these before it claims their keys. */
@@ -215,7 +219,7 @@ export class BackgroundSaves {
   }
 
   /** Stops sending: what is still kept is dropped (its lease lapses and a later retry decides). */
-  stop(): void {
+  #stop(): void {
     this.#stopped = true;
     for (const entry of this.#entries.splice(0)) this.#changed(entry.tool, -1);
     this.#bytes = 0;

@@ -31,25 +31,32 @@ export class LedgerRuntime {
     readonly notifier: CompletionNotifier,
     readonly observer: CallObserver,
   ) {
-    this.saves = new BackgroundSaves(
+    this.saves = new BackgroundSaves({
       store,
-      { maxCount: config.maxUnsavedResults, maxBytes: config.maxUnsavedResultBytes },
-      (tool, delta) => {
-        try {
-          observer.unsavedResults?.(tool, delta);
-        } catch {
-          // Telemetry never changes an outcome.
-        }
-      },
-      (work) => void this.track(work),
-    );
-    // Registered for the ledger's life: closing stops the background saves once its timeout has passed.
-    this.abortOnClose(() => this.saves.stop());
+      limits: { maxCount: config.maxUnsavedResults, maxBytes: config.maxUnsavedResultBytes },
+      changed: (tool, delta) => this.#unsavedChanged(tool, delta),
+      track: (work) => void this.track(work),
+      // Registered for the ledger's life: closing stops the background saves once its timeout has passed.
+      onClose: (stop) => this.abortOnClose(stop),
+    });
     // Handlers still running once the close's timeout has passed are told to stop, and their leases left to lapse.
     this.abortOnClose((reason) => {
       this.leases.abortAll(reason);
       this.leases.stop();
     });
+  }
+
+  /** Reports a tool's count of unsaved results as 0 before anything is kept, so its series exists (and alerts see 0). */
+  announceUnsaved(tool: string): void {
+    this.#unsavedChanged(tool, 0);
+  }
+
+  #unsavedChanged(tool: string, delta: number): void {
+    try {
+      this.observer.unsavedResults?.(tool, delta);
+    } catch {
+      // Telemetry never changes an outcome.
+    }
   }
 
   get closed(): boolean {

@@ -151,7 +151,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const execute = createExecutor({ runtime, ...tool });
   const volatile = omitTreeOf(tool.volatileFields);
   const claimLoop = kind === 'read' ? undefined : createClaimLoop(kind, { name, runtime, execute });
-  if (kind !== 'read') runtime.saves.announce(name);
+  if (kind !== 'read') runtime.announceUnsaved(name);
 
   /**
    * Starts a call: a refusal at once, or the promise of how it ends. Not an async function, and no await without a
