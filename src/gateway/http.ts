@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { createTokenVerifier, type TokenVerifier } from '../auth/jwks.js';
 import type { TokenVerification } from '../auth/jwt.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { rolesAndGroups } from './access.js';
+import type { ModernLeg } from './modern.js';
 import { type HttpServerTransport, httpServerTransport } from './sdk.js';
 import type { GatewaySession } from './session.js';
 import type { GatewayIdentity } from './types.js';
@@ -115,6 +117,35 @@ interface HttpSession {
   idle?: NodeJS.Timeout;
 }
 
+/** The request as a web `Request` without its body (already read: the modern leg takes it parsed). */
+function webRequest(req: IncomingMessage): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name === 'content-length') continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
+    method: 'POST',
+    headers,
+  });
+}
+
+/** Writes a web `Response` (JSON, or an SSE stream) to the Node response. */
+async function sendWeb(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  res.writeHead(response.status, headers);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  const body = Readable.fromWeb(response.body as import('node:stream/web').ReadableStream);
+  res.on('close', () => body.destroy());
+  body.pipe(res);
+}
+
 /** What `/readyz` answers: ready or not, and each check's state in words. */
 export interface Readiness {
   readonly ready: boolean;
@@ -163,6 +194,8 @@ export async function listenHttp(options: {
   readonly maxRequestBytes: number;
   /** What `/readyz` reports (while serving; a draining gateway is never ready). */
   readonly readiness: () => Promise<Readiness>;
+  /** Serves the 2026-07-28 revision's requests (sessionless); the rest go to the session-based transports. */
+  readonly modern?: ModernLeg | undefined;
   readonly log: (line: string) => void;
 }): Promise<HttpListener> {
   const sessions = new Map<string, HttpSession>();
@@ -207,6 +240,12 @@ export async function listenHttp(options: {
     };
     const body = req.method === 'POST' ? await readBody(req, options.maxRequestBytes) : undefined;
     const sessionId = header(req, 'mcp-session-id');
+    if (options.modern !== undefined && req.method === 'POST' && sessionId === undefined) {
+      const request = webRequest(req);
+      if (!(await options.modern.isLegacy(request, body))) {
+        return sendWeb(res, await options.modern.fetch(request, body, who));
+      }
+    }
     if (sessionId !== undefined) {
       const known = sessions.get(sessionId);
       if (known === undefined) return refuse(res, 404, 'Session not found; initialize a new session.');

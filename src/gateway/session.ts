@@ -1,10 +1,10 @@
 import type { GatewaySettings } from '../config/gateway.js';
 import type { Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
-import type { LedgerTool } from '../middleware/tool.js';
-import { type CallTransport, gatewayLedgerTool, handleToolCall } from './call.js';
-import type { ToolCatalog, ToolFacts } from './catalog.js';
+import { type CallTransport, handleToolCall } from './call.js';
+import type { ToolCatalog } from './catalog.js';
 import type { Gate } from './gate.js';
+import { gatewayLedgerToolFor } from './ledger-tools.js';
 import { ToolLookup } from './tool-lookup.js';
 import type { GatewayIdentity, GatewayTransport, JsonRpcMessage, TransportExtra } from './types.js';
 import { UpstreamRequests } from './upstream.js';
@@ -27,23 +27,6 @@ export interface SessionShared {
   readonly startUpstream: (transport: GatewayTransport) => Promise<void>;
   /** The identity of a call from what its transport says. */
   readonly identity: (extra: TransportExtra | undefined) => GatewayIdentity;
-}
-
-const ledgerTools = new WeakMap<Ledger, Map<string, LedgerTool<unknown, unknown>>>();
-
-/** One ledger tool per tool name for the ledger's lifetime (the ledger refuses a second one of the same name). */
-function ledgerToolFor(ledger: Ledger, facts: ToolFacts): LedgerTool<unknown, unknown> {
-  let tools = ledgerTools.get(ledger);
-  if (tools === undefined) {
-    tools = new Map();
-    ledgerTools.set(ledger, tools);
-  }
-  let tool = tools.get(facts.name);
-  if (tool === undefined) {
-    tool = gatewayLedgerTool(ledger, facts);
-    tools.set(facts.name, tool);
-  }
-  return tool;
 }
 
 /**
@@ -254,7 +237,7 @@ export class GatewaySession {
       const answer = await handleToolCall({
         params,
         facts,
-        ledgerTool: (f) => ledgerToolFor(this.shared.ledger, f),
+        ledgerTool: (f) => gatewayLedgerToolFor(this.shared.ledger, f),
         upstream: this.requests,
         identity: this.shared.identity(extra),
         gate: this.shared.gate,

@@ -7,6 +7,7 @@ import { checkAccessRules } from './access.js';
 import { ToolCatalog } from './catalog.js';
 import { Gate } from './gate.js';
 import { type HttpIdentityOptions, IDENTITY_KEY, listenHttp, type Readiness } from './http.js';
+import { type ModernLeg, modernLeg } from './modern.js';
 import { isCommand, stdioServerTransport, upstreamTransport } from './sdk.js';
 import { GatewaySession, type SessionShared } from './session.js';
 import { checkTenantLimits } from './tenant-limits.js';
@@ -32,6 +33,13 @@ export interface StartGatewayOptions extends GatewayOptions, GatewaySettingsOpti
    * @default undefined (stdio)
    */
   readonly listen?: { readonly host: string; readonly port: number };
+  /**
+   * For HTTP: the protocol revisions served. `2026-07-28` (sessionless Streamable HTTP, server discovery) needs
+   * the optional peer `@modelcontextprotocol/server` (2.x); `2025-11-25` is the session-based transport of
+   * `@modelcontextprotocol/sdk` 1.x, which also serves clients of earlier revisions.
+   * @default ['2026-07-28', '2025-11-25']
+   */
+  readonly revisions?: readonly ('2026-07-28' | '2025-11-25')[];
   /** For HTTP: where each call's tenant and user come from. @default {} (the fixed `tenant` and `user`) */
   readonly identity?: HttpIdentityOptions;
   /**
@@ -162,7 +170,9 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         settings.upstreamConnectTimeoutMs,
         log,
       );
+      const modern = await modernLegIfWanted(options, shared, log);
       const listener = await listenHttp({
+        modern,
         host: options.listen.host,
         port: options.listen.port,
         identity: {
@@ -192,6 +202,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
           closing ??= (async () => {
             listener.stopAccepting();
             await listener.close();
+            await modern?.close();
             await stopLedger();
             resolveClosed();
           })();
@@ -282,4 +293,20 @@ async function checkUpstreamAtStart(
       checks: { ledger: 'open', upstream: last.answers ? 'answers' : 'does not answer' },
     };
   };
+}
+
+/** The 2026-07-28 leg, unless left out; without its optional peer it is skipped (logged) unless asked for by name. */
+async function modernLegIfWanted(
+  options: StartGatewayOptions,
+  shared: SessionShared,
+  log: (line: string) => void,
+): Promise<ModernLeg | undefined> {
+  if (options.revisions !== undefined && !options.revisions.includes('2026-07-28')) return undefined;
+  try {
+    return await modernLeg(shared, options.upstream, IDENTITY_KEY);
+  } catch (error) {
+    if (options.revisions !== undefined) throw error;
+    log(`tool-ledger gateway: serving the session-based revision only: ${(error as Error).message}`);
+    return undefined;
+  }
 }
