@@ -3,14 +3,23 @@
 // server, and over Streamable HTTP to the npm everything server. Three kinds of call each: a read-only tool
 // (relayed, telemetry only), a mutating tool with a new key each time (relayed and recorded in the ledger) and the
 // same mutating call again (answered from the ledger, nothing sent upstream). Calls are sequential, so each figure
-// is one call's round trip. The added latency is gateway minus direct, per percentile.
+// is one call's round trip. The added latency is gateway minus direct, per percentile. The HTTP section runs twice
+// through the gateway: an SDK 1.x client on the session-based revision, and an SDK 2.x client pinned to the
+// sessionless 2026-07-28 revision. Then throughput: 8 concurrent clients making mutating calls with new keys, through
+// 1, 2 and 4 gateway replicas on one ledger behind a per-request round-robin proxy (the sessionless revision), each
+// as a ratio of the same load sent straight to the upstream.
 // Run: npm run build && node bench/gateway.mjs   Env: DATABASE_URL (else an embedded Postgres), BENCH_CALLS (default 300)
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as HttpClientV2,
+} from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -36,6 +45,64 @@ async function connectStdio(args) {
     new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore', env: process.env }),
   );
   return client;
+}
+
+async function connectModern(url) {
+  const client = new ClientV2(
+    { name: 'bench', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(new HttpClientV2(new URL(url)));
+  return client;
+}
+
+/** A loopback proxy sending each request to the next target in turn (the sessionless revision needs no pinning). */
+async function roundRobin(targets) {
+  let next = 0;
+  const server = createHttpServer((req, res) => {
+    const target = new URL(req.url ?? '/', targets[next]);
+    next = (next + 1) % targets.length;
+    const out = httpRequest(
+      target,
+      { method: req.method, headers: { ...req.headers, host: target.host } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    out.on('error', () => {
+      res.writeHead(502);
+      res.end();
+    });
+    req.pipe(out);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/mcp`,
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+const THROUGHPUT_CLIENTS = 8;
+const THROUGHPUT_CALLS = Number(process.env.BENCH_THROUGHPUT_CALLS ?? 400);
+
+/** Calls per second of THROUGHPUT_CLIENTS clients sharing THROUGHPUT_CALLS mutating calls with new keys. */
+async function throughput(connect, tag) {
+  const pool = [];
+  for (let i = 0; i < THROUGHPUT_CLIENTS; i++) pool.push(await connect());
+  clients.push(...pool);
+  let issued = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    pool.map(async (client) => {
+      while (issued < THROUGHPUT_CALLS) {
+        const i = issued++;
+        const result = await client.callTool(gzip(`t${tag}-${i}.gz`, key(`t${tag}-${i}`)));
+        if (result.isError) throw new Error(`call failed: ${JSON.stringify(result.content)}`);
+      }
+    }),
+  );
+  return THROUGHPUT_CALLS / ((performance.now() - t0) / 1000);
 }
 
 async function connectHttp(url) {
@@ -115,11 +182,12 @@ const gzip = (name, k) => ({
     idempotency_key: k,
   },
 });
-const HTTP_KINDS = {
+// Keys by revision, so the second run's new keys are new to the ledger too.
+const httpKinds = (tag) => ({
   'read-only (echo)': () => ({ name: 'echo', arguments: { message: 'hi' } }),
-  'mutating, new key (gzip-file-as-resource)': (i) => gzip(`f${i}.gz`, key(`h${i}`)),
-  'mutating, replay (same key)': () => gzip('same.gz', key('h-replayed')),
-};
+  'mutating, new key (gzip-file-as-resource)': (i) => gzip(`f${i}.gz`, key(`${tag}${i}`)),
+  'mutating, replay (same key)': () => gzip('same.gz', key(`${tag}-replayed`)),
+});
 
 // The upstreams ignore idempotency_key (their schemas strip unknown arguments), so both sides make the same call.
 async function compare(direct, gateway, kinds) {
@@ -133,6 +201,7 @@ async function compare(direct, gateway, kinds) {
 }
 
 const sections = [];
+const scaling = [];
 const children = [];
 const clients = [];
 try {
@@ -176,9 +245,46 @@ try {
   const gatewayHttp = await connectHttp(gateway.match[1]);
   clients.push(directHttp, gatewayHttp);
   sections.push({
-    transport: 'Streamable HTTP, everything server',
-    rows: await compare(directHttp, gatewayHttp, HTTP_KINDS),
+    transport: 'Streamable HTTP, everything server (session-based revision, SDK 1.x client)',
+    rows: await compare(directHttp, gatewayHttp, httpKinds('h')),
   });
+  const gatewayModern = await connectModern(gateway.match[1]);
+  clients.push(gatewayModern);
+  sections.push({
+    transport:
+      'Streamable HTTP, everything server (2026-07-28 sessionless through the gateway, SDK 2.x client)',
+    rows: await compare(directHttp, gatewayModern, httpKinds('m')),
+  });
+
+  const directRate = await throughput(() => connectHttp(`http://127.0.0.1:${port}/mcp`), 'direct');
+  const replicas = [gateway.match[1]];
+  for (const count of [1, 2, 4]) {
+    while (replicas.length < count) {
+      const more = await spawnReady(
+        [
+          cli,
+          'gateway',
+          '--listen',
+          '127.0.0.1:0',
+          '--schema',
+          schema,
+          '--upstream',
+          `http://127.0.0.1:${port}/mcp`,
+        ],
+        /serving MCP \(Streamable HTTP\) at (\S+)/,
+      );
+      children.push(more.child);
+      replicas.push(more.match[1]);
+    }
+    const proxy = await roundRobin(replicas.slice(0, count));
+    try {
+      const rate = await throughput(() => connectModern(proxy.url), `r${count}`);
+      scaling.push({ count, rate, ratio: rate / directRate });
+    } finally {
+      await proxy.close();
+    }
+  }
+  scaling.unshift({ count: 0, rate: directRate, ratio: 1 });
 } finally {
   await Promise.allSettled(clients.map((c) => c.close()));
   const exits = children.map((child) =>
@@ -205,4 +311,12 @@ for (const { transport, rows } of sections) {
       `${kind.padEnd(42)}${ms(d.p50)} ${ms(d.p99)}   ${ms(g.p50)} ${ms(g.p99)}   ${ms(g.p50 - d.p50)} ${ms(g.p99 - d.p99)}`,
     );
   }
+}
+
+console.log(
+  `\nThroughput: ${THROUGHPUT_CLIENTS} clients, ${THROUGHPUT_CALLS} mutating calls with new keys (everything server over HTTP; replicas behind a round-robin proxy, 2026-07-28 revision)`,
+);
+for (const { count, rate, ratio } of scaling) {
+  const label = count === 0 ? 'direct to the upstream' : `${count} gateway replica${count > 1 ? 's' : ''}`;
+  console.log(`${label.padEnd(42)}${rate.toFixed(0).padStart(6)} calls/s   ${ratio.toFixed(2)}x direct`);
 }
