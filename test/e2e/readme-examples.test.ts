@@ -23,16 +23,8 @@ const root = join(import.meta.dirname, '../..');
 const TSC = join(root, 'node_modules/typescript/bin/tsc');
 
 // What the examples leave to the reader, declared as a user's project has it.
-const READER_DECLARES = `
-declare const billing: {
-  invoices: {
-    create(
-      invoice: { customer: string; amountCents: number },
-      options: { idempotencyKey: string; signal: AbortSignal },
-    ): Promise<{ id: string; declined: boolean }>;
-  };
-};
-`;
+// (Nothing now: the "Use" example defines its own stand-in for the payment client it calls.)
+const READER_DECLARES = '';
 
 type Mode = 'module' | 'commonjs';
 
