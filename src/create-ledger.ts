@@ -8,6 +8,14 @@ import {
   resolvePurgeRate,
 } from './config/limits.js';
 import type { LedgerOptions } from './config/options.js';
+import type {
+  ApprovalDecision,
+  ApproveRequest,
+  AwaitingApproval,
+  DeclineRequest,
+  ListApprovalsOptions,
+} from './contract/approval.js';
+import { omitTreeOf } from './contract/canonical-json.js';
 import { ToolLedgerError } from './contract/errors.js';
 import { noopObserver } from './contract/observer.js';
 import type {
@@ -40,6 +48,7 @@ import { ensureAheadSql } from './ledger/partitioned-sql.js';
 import { warnAboutAsyncStandbys } from './ledger/replication.js';
 import { loadDeploymentSecret } from './ledger/settings.js';
 import { LedgerStore } from './ledger/store.js';
+import { approvalDesk, type RegisteredTool } from './middleware/approval-desk.js';
 import { LedgerRuntime } from './middleware/runtime.js';
 import { createTool, type LedgerTool } from './middleware/tool.js';
 import { configuredSecret, type DeploymentSecret } from './telemetry/key-secret.js';
@@ -102,6 +111,18 @@ export interface Ledger {
   tool<TSchema extends StandardSchemaV1 | undefined = undefined, TOutput = unknown>(
     options: ToolOptions<TSchema, TOutput>,
   ): LedgerTool<CallInputOf<TSchema>, unknown>;
+  /**
+   * Approves a call awaiting approval (a tool's `approval` option): the next call with its key and arguments runs
+   * the handler once, with `arguments` when the approver edited them. One decision wins a race; the loser gets
+   * `APPROVAL_ALREADY_DECIDED` naming the winner. Audited (docs/ledger.md, "Approvals").
+   */
+  approve(request: ApproveRequest): Promise<ApprovalDecision>;
+  /** Declines a call awaiting approval: final, every call with its key answers `APPROVAL_DECLINED` with the reason. */
+  decline(request: DeclineRequest): Promise<ApprovalDecision>;
+  /** The calls awaiting a decision (the inbox), oldest first, arguments raw: scrub them before showing them. */
+  readonly approvals: {
+    list(options?: ListApprovalsOptions): Promise<AwaitingApproval[]>;
+  };
   /** Deletes rows past their TTL, in batches. Returns how many rows went. */
   purgeExpired(options?: PurgeOptions): Promise<number>;
   /** The migration SQL for this ledger's schema, for DBAs who apply it by hand. */
@@ -277,7 +298,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     config.telemetry === false ? noopObserver : createOtelObserver(config.telemetry, deployment);
   const runtime = new LedgerRuntime(config, store, notifier, observer);
   let closing: Promise<void> | undefined;
-  const toolNames = new Set<string>();
+  const tools = new Map<string, RegisteredTool>();
+  const desk = approvalDesk(runtime, tools);
 
   const ledger: Ledger = {
     // Without secrets: applications log it.
@@ -285,16 +307,29 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
     tool: ((definition: ToolOptions<StandardSchemaV1 | undefined, unknown>) => {
       runtime.assertOpen(definition?.name ?? 'tool');
       const name = definition?.name;
-      if (typeof name === 'string' && toolNames.has(name)) {
+      if (typeof name === 'string' && tools.has(name)) {
         throw new ToolLedgerError(
           'CONFIG_INVALID',
           `A tool named "${name}" is already registered on this ledger; tools share keys by name, so give each tool its own name.`,
         );
       }
+      if (definition?.approval !== undefined && (store.partitioned || distributed)) {
+        throw new ToolLedgerError(
+          'CONFIG_INVALID',
+          `Tool "${name}": approval is supported on the default table layout only, and this ledger is ${store.partitioned ? "partitioned (layout: 'partitioned')" : 'distributed with Citus'}. Use a table-layout ledger (another schema) for tools that need approvals.`,
+        );
+      }
       const created = createTool(runtime, definition);
-      toolNames.add(created.name);
+      tools.set(created.name, {
+        input: created.input,
+        volatile: omitTreeOf(definition.volatileFields ?? []),
+        ttlSeconds: definition.ttlSeconds ?? config.ttlSeconds,
+      });
       return created;
     }) as Ledger['tool'],
+    approve: desk.approve,
+    decline: desk.decline,
+    approvals: Object.freeze({ list: desk.list }),
     async purgeExpired({ batchSize: requested, maxRowsPerSecond, onProgress, graceSeconds } = {}) {
       if (runtime.closed) {
         throw new ToolLedgerError(

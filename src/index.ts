@@ -1,8 +1,20 @@
 // Everything exported here is public API and follows semver. Internal modules stay unexported on purpose.
 
 export type { LedgerOptions } from './config/options.js';
+export type {
+  ApprovalContext,
+  ApprovalDecision,
+  ApprovalRule,
+  ApprovalTarget,
+  ApprovalVerdict,
+  ApproveRequest,
+  AwaitingApproval,
+  DeclineRequest,
+  ListApprovalsOptions,
+} from './contract/approval.js';
 export { type DeriveKeyInput, deriveKey } from './contract/derive-key.js';
 export type {
+  ApprovalErrorDetail,
   ConflictReason,
   ToolFailureOptions,
   ToolLedgerErrorOptions,

@@ -25,6 +25,8 @@ export interface ResolvedConfig {
   readonly ttlSeconds: number;
   readonly leaseSeconds: number;
   readonly waitSeconds: number;
+  readonly approvalTtlSeconds: number;
+  readonly approvalWaitSeconds: number;
   readonly migrate: boolean;
   readonly layout: 'table' | 'partitioned';
   readonly partitionWidthSeconds: number;
@@ -46,6 +48,8 @@ export const DEFAULTS = Object.freeze({
   ttlSeconds: 86_400,
   leaseSeconds: 30,
   waitSeconds: 10,
+  approvalTtlSeconds: 86_400,
+  approvalWaitSeconds: 0,
   layout: 'table',
   partitionWidthSeconds: 86_400,
   poolSize: 20,
@@ -66,6 +70,8 @@ const LEDGER_OPTION_NAMES = {
   ttlSeconds: true,
   leaseSeconds: true,
   waitSeconds: true,
+  approvalTtlSeconds: true,
+  approvalWaitSeconds: true,
   migrate: true,
   layout: true,
   partitionWidthSeconds: true,
@@ -275,6 +281,19 @@ export function resolveConfig(
     ttlSeconds: checkSeconds('ttlSeconds', options.ttlSeconds, DEFAULTS.ttlSeconds, 0, MAX_TTL_SECONDS),
     leaseSeconds,
     waitSeconds: checkSeconds('waitSeconds', options.waitSeconds, DEFAULTS.waitSeconds, 0),
+    approvalTtlSeconds: checkSeconds(
+      'approvalTtlSeconds',
+      options.approvalTtlSeconds,
+      DEFAULTS.approvalTtlSeconds,
+      1,
+      MAX_TTL_SECONDS,
+    ),
+    approvalWaitSeconds: checkSeconds(
+      'approvalWaitSeconds',
+      options.approvalWaitSeconds,
+      DEFAULTS.approvalWaitSeconds,
+      0,
+    ),
     migrate,
     layout,
     distribute: checkDistribute(options.distribute, { migrate, layout, database }),

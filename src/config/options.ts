@@ -45,6 +45,20 @@ export interface LedgerOptions {
    */
   readonly waitSeconds?: number;
   /**
+   * How long a call awaiting approval (a tool's `approval` option) stays decidable, counted from the call that
+   * asked. Past it the call answers `APPROVAL_EXPIRED`, for `ttlSeconds` more, and then the key counts as new.
+   * @default 86400
+   */
+  readonly approvalTtlSeconds?: number;
+  /**
+   * How long a call of a tool with `approval` waits for the decision before answering `APPROVAL_REQUIRED`: on an
+   * approval it runs the handler and returns its result, on a decline it answers `APPROVAL_DECLINED`. Bounded like
+   * `waitSeconds`; 0 answers at once. A waiting call holds no connection (it listens on the ledger's one LISTEN
+   * connection and polls as a fallback, so it works through a pooler and on the embedded PGlite).
+   * @default 0
+   */
+  readonly approvalWaitSeconds?: number;
+  /**
    * Apply pending migrations in `createLedger` (under an advisory lock, safe with many processes starting at once).
    * Set false when a DBA applies `migrationSql()` by hand.
    * @default true

@@ -1,4 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { ApprovalRule } from '../contract/approval.js';
 import type {
   HandlerContext,
   ToolKind,
@@ -27,6 +28,9 @@ const TOOL_OPTION_NAMES = {
   waitSeconds: true,
   ttlSeconds: true,
   onUnknown: true,
+  approval: true,
+  approvalTtlSeconds: true,
+  approvalWaitSeconds: true,
 } as const satisfies Record<keyof ToolOptions<undefined, unknown>, true>;
 
 const TOOL_NAME = /^[\p{L}\p{N}_.\-:/]{1,128}$/u;
@@ -50,6 +54,10 @@ export interface ResolvedToolConfig {
   /** Whether a claim may take over a lapsed lease (jobs may opt out with `resumeAbandoned: false`). */
   readonly allowLeaseTakeover: boolean;
   readonly onUnknown: UnknownOutcomeRule<UnknownRunContext, unknown>;
+  /** The tool's `approval` rule; undefined for a tool without one (its calls never ask). */
+  readonly approval: ApprovalRule | undefined;
+  readonly approvalTtlSeconds: number;
+  readonly approvalWaitMs: number;
 }
 
 const never = () => false;
@@ -89,6 +97,7 @@ export function resolveToolConfig(
   if (definition.onUnknown !== undefined && definition.kind === 'read') {
     throw invalid(`Tool "${name}": onUnknown is for mutations and jobs; a read tool has no outcome to lose.`);
   }
+  const approval = checkApproval(name, definition);
   return Object.freeze({
     name,
     kind: definition.kind,
@@ -111,5 +120,40 @@ export function resolveToolConfig(
     isFinalError: definition.isFinalError ?? never,
     allowLeaseTakeover: definition.kind !== 'job' || definition.resumeAbandoned !== false,
     onUnknown,
+    approval,
+    approvalTtlSeconds: checkSeconds(
+      `${name}.approvalTtlSeconds`,
+      definition.approvalTtlSeconds,
+      ledger.approvalTtlSeconds,
+      1,
+      MAX_TTL_SECONDS,
+    ),
+    approvalWaitMs:
+      checkSeconds(
+        `${name}.approvalWaitSeconds`,
+        definition.approvalWaitSeconds,
+        ledger.approvalWaitSeconds,
+        0,
+      ) * 1000,
   });
+}
+
+/** The `approval` option: `'required'` or a function, on a mutation. */
+function checkApproval(
+  name: string,
+  definition: ToolOptions<StandardSchemaV1 | undefined, unknown>,
+): ApprovalRule | undefined {
+  const approval = definition.approval as unknown;
+  if (approval === undefined) return undefined;
+  if (approval !== 'required' && typeof approval !== 'function') {
+    throw invalid(
+      `Tool "${name}" has approval ${JSON.stringify(approval)}; use 'required' or a function (input, ctx) => boolean that says whether this call needs a person's approval.`,
+    );
+  }
+  if (definition.kind !== 'mutation') {
+    throw invalid(
+      `Tool "${name}": approval is for kind 'mutation' (a ${definition.kind} ${definition.kind === 'read' ? 'changes nothing to approve' : 'has no approval flow yet'}).`,
+    );
+  }
+  return approval as ApprovalRule;
 }

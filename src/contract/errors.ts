@@ -1,3 +1,5 @@
+import type { ApprovalDecision } from './approval.js';
+
 /**
  * Stable error codes. Callers (and LLMs reading tool results) branch on these, so they never change meaning.
  */
@@ -17,6 +19,12 @@ export const ErrorCode = {
   OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
   ACCESS_DENIED: 'ACCESS_DENIED',
   RATE_LIMITED: 'RATE_LIMITED',
+  APPROVAL_REQUIRED: 'APPROVAL_REQUIRED',
+  APPROVAL_DECLINED: 'APPROVAL_DECLINED',
+  APPROVAL_EXPIRED: 'APPROVAL_EXPIRED',
+  APPROVAL_NOT_PENDING: 'APPROVAL_NOT_PENDING',
+  APPROVAL_ALREADY_DECIDED: 'APPROVAL_ALREADY_DECIDED',
+  APPROVAL_ACTOR_REQUIRED: 'APPROVAL_ACTOR_REQUIRED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -37,7 +45,29 @@ const RETRYABLE: Readonly<Record<ErrorCode, boolean>> = {
   OUTCOME_UNKNOWN: false,
   ACCESS_DENIED: false,
   RATE_LIMITED: true,
+  // A person has not decided yet: the same call, later (or after approvalWaitSeconds), gets the decision.
+  APPROVAL_REQUIRED: true,
+  APPROVAL_DECLINED: false,
+  APPROVAL_EXPIRED: false,
+  APPROVAL_NOT_PENDING: false,
+  APPROVAL_ALREADY_DECIDED: false,
+  APPROVAL_ACTOR_REQUIRED: false,
 };
+
+/**
+ * What an approval error says about the call it names: the key's parts, and for a decided one the decision (the
+ * winner's, for `APPROVAL_ALREADY_DECIDED`; the decline, for `APPROVAL_DECLINED`).
+ */
+export interface ApprovalErrorDetail {
+  readonly tenant: string;
+  readonly tool: string;
+  readonly key: string;
+  /** The run's status when it awaits no decision (`APPROVAL_NOT_PENDING`), `'none'` when the key has no run. */
+  readonly status?: string;
+  readonly decision?: ApprovalDecision;
+  /** Until when a person may decide (`APPROVAL_REQUIRED`), or when that ended (`APPROVAL_EXPIRED`). */
+  readonly deadline?: Date;
+}
 
 /** Why a same-key call was refused as a caller bug. */
 export type ConflictReason = 'params_mismatch' | 'user_mismatch';
@@ -56,6 +86,7 @@ export interface ToolLedgerErrorOptions {
   readonly retryAfterMs?: number;
   readonly conflictReason?: ConflictReason;
   readonly issues?: readonly ValidationIssue[];
+  readonly approval?: ApprovalErrorDetail;
 }
 
 /**
@@ -68,6 +99,8 @@ export class ToolLedgerError extends Error {
   readonly retryAfterMs: number | undefined;
   readonly conflictReason: ConflictReason | undefined;
   readonly issues: readonly ValidationIssue[] | undefined;
+  /** For the `APPROVAL_*` codes: which call, and the decision when there is one. */
+  readonly approval: ApprovalErrorDetail | undefined;
 
   constructor(code: ErrorCode, message: string, options: ToolLedgerErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -76,6 +109,7 @@ export class ToolLedgerError extends Error {
     this.retryAfterMs = options.retryAfterMs;
     this.conflictReason = options.conflictReason;
     this.issues = options.issues;
+    this.approval = options.approval;
   }
 
   /** A plain, JSON-safe view for tool results and logs. */
@@ -88,6 +122,7 @@ export class ToolLedgerError extends Error {
       ...(this.retryAfterMs === undefined ? {} : { retryAfterMs: this.retryAfterMs }),
       ...(this.conflictReason === undefined ? {} : { conflictReason: this.conflictReason }),
       ...(this.issues === undefined ? {} : { issues: this.issues }),
+      ...(this.approval === undefined ? {} : { approval: this.approval }),
     };
   }
 }

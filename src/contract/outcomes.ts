@@ -12,6 +12,10 @@ export const OUTCOMES = [
   'in_progress',
   'rejected',
   'unknown',
+  'approval_required',
+  'approved',
+  'declined',
+  'expired',
 ] as const;
 
 /** Every decision a call can end in. Shared by reports, spans, logs and metrics. */
@@ -77,6 +81,30 @@ export const OUTCOME_INFO = {
     ranHandler: false,
     severity: 'ERROR',
     text: 'an earlier attempt was interrupted mid-effect and its outcome is unknown; an operator settles it',
+  },
+  approval_required: {
+    success: false,
+    ranHandler: false,
+    severity: 'INFO',
+    text: "the call needs a person's approval, which has not been given yet: nothing ran",
+  },
+  approved: {
+    success: true,
+    ranHandler: true,
+    severity: 'INFO',
+    text: 'the handler ran once a person approved the call (with the approved arguments), and its result was saved',
+  },
+  declined: {
+    success: false,
+    ranHandler: false,
+    severity: 'WARN',
+    text: 'a person declined the call: nothing ran, and every call with this key gets the decline',
+  },
+  expired: {
+    success: false,
+    ranHandler: false,
+    severity: 'WARN',
+    text: 'nobody decided on the call before its approval deadline: nothing ran',
   },
 } as const satisfies Record<Outcome, OutcomeInfo>;
 

@@ -1,4 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { ApprovalRule } from './approval.js';
 import type { SuccessOutcome } from './outcomes.js';
 
 /** How a tool touches the world. Only `mutation` and `job` go through the ledger. */
@@ -177,6 +178,18 @@ export interface ToolOptions<
    * @default 'rerun'
    */
   readonly onUnknown?: UnknownOutcomeRule<UnknownRunContext, unknown>;
+  /**
+   * Mutations only: whether a call needs a person's approval before its handler runs (docs/ledger.md,
+   * "Approvals"). The first call on a key that needs one runs nothing, saves the call awaiting a decision and
+   * answers `APPROVAL_REQUIRED`; `ledger.approve` or `ledger.decline` (or `tool-ledger approve|decline`) decides,
+   * and the next call with the same key and arguments runs the handler once, or answers `APPROVAL_DECLINED`.
+   * @default undefined (no approval: the tool's calls are exactly as without the option)
+   */
+  readonly approval?: ApprovalRule<InputOf<TSchema>>;
+  /** Per-tool override of the ledger's `approvalTtlSeconds`. */
+  readonly approvalTtlSeconds?: number;
+  /** Per-tool override of the ledger's `approvalWaitSeconds`. */
+  readonly approvalWaitSeconds?: number;
 }
 
 /** What a tool's `onUnknown` lookup receives: who called, and the validated input of the run. */

@@ -1,3 +1,4 @@
+import { auditTableDdl } from './audit/tables.js';
 import { forgottenTable, quoteIdent, resolvedTable, runsTable, settingsTable } from './sql/names.js';
 
 export interface Migration {
@@ -13,7 +14,7 @@ export interface Migration {
 }
 
 /**
- * Ordered and append-only: a shipped migration is never edited, only followed by a new one. From migration 9 on
+ * Ordered and append-only: a shipped migration is never edited, only followed by a new one. From migration 11 on
  * every migration is expand-only: it adds tables, nullable or defaulted columns and indexes, and never drops,
  * renames, retypes or re-keys anything, so the previous release keeps working on the new schema while a fleet
  * rolls and the new release works beside old processes.
@@ -189,6 +190,21 @@ ALTER TABLE ${resolvedTable(schema)} ADD PRIMARY KEY (tenant_id, id)`;
     // search by key (src/support/search-sql.ts): no index on the key alone, which every insert would pay for.
     up: (schema) =>
       `CREATE INDEX IF NOT EXISTS tool_runs_created_brin ON ${runsTable(schema)} USING brin (created_at, id)`,
+  },
+  {
+    version: 11,
+    name: 'tool_runs_approvals',
+    // Approvals (issue 38; 10 went to the console's index) (docs/ledger.md, "Approvals"): two nullable columns without a default, which Postgres adds to the
+    // catalog only (no rewrite), and no index, so a first execution writes exactly what it wrote before. The states
+    // 'awaiting_approval', 'approved' and 'declined' need no DDL since migration 6; expiry of an undecided approval
+    // is derived from `approval_deadline`, never stored. The audit chain gets its own append-only table.
+    up: (schema) => {
+      const t = runsTable(schema);
+      return `ALTER TABLE ${t} ADD COLUMN approval_deadline timestamptz;
+ALTER TABLE ${t} ADD COLUMN approval jsonb;
+COMMENT ON COLUMN ${t}.approval IS 'tool-ledger: the arguments awaiting approval, then the decision (by, at, reason, fingerprints, edit)';
+${auditTableDdl(schema)}`;
+    },
   },
 ];
 

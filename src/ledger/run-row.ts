@@ -1,7 +1,19 @@
 import type { StoredError } from '../contract/types.js';
 
-/** `unknown`: an attempt was interrupted mid-effect and the rule was `'fail'`; an operator settles it. */
-export type RunStatus = 'in_progress' | 'succeeded' | 'failed' | 'unknown';
+/**
+ * `unknown`: an attempt was interrupted mid-effect and the rule was `'fail'`; an operator settles it. The approval
+ * states (migration 11, ledger/approvals/): `awaiting_approval` (no handler ran; expired once past
+ * `approval_deadline`, which is never stored), `approved` (the next call takes it over and runs the handler) and
+ * `declined` (final; `error_json` holds the decline every later call replays).
+ */
+export type RunStatus =
+  | 'in_progress'
+  | 'succeeded'
+  | 'failed'
+  | 'unknown'
+  | 'awaiting_approval'
+  | 'approved'
+  | 'declined';
 
 /** One recorded step of a run, as the `steps` column keeps it. */
 export interface StepRecord {

@@ -3,14 +3,23 @@ import type { ToolKind } from '../contract/types.js';
 import { isOutcomeUnknown } from '../ledger/driver-errors.js';
 import { fenceOf } from '../ledger/fence.js';
 import type { ClaimRow } from '../ledger/run-row.js';
+import { type ApprovalSettings, approvalHandlers, type RunWon } from './approval-gate.js';
 import type { Answer, CallEnd } from './call-end.js';
 import type { ClaimCall, Execute } from './execution.js';
 import { replayedFailure } from './failures.js';
 import { jobStatusOf, runningJobStatus } from './job-status.js';
 import { LostClaims } from './lost-claims.js';
-import { contention, heldNotSaved, inProgress, keyReused, unknownOutcome } from './messages.js';
+import {
+  contention,
+  heldNotSaved,
+  inProgress,
+  keyReused,
+  unknownOutcome,
+  unknownStatus,
+} from './messages.js';
 import type { LedgerRuntime } from './runtime.js';
 import { judgeClaim, type VerdictKind, type VerdictOf } from './verdict.js';
+import type { Handler, HandlerTable } from './verdict-handler.js';
 import { retryAfterMs } from './wait.js';
 
 const MAX_RACE_RETRIES = 50;
@@ -20,13 +29,11 @@ export interface ClaimSettings {
   readonly name: string;
   readonly runtime: LedgerRuntime;
   readonly execute: Execute;
+  /** The tool's approval settings (its rule undefined without one). */
+  readonly approval: ApprovalSettings;
 }
 
-/** How the loop goes on after a verdict: the call ends, or it claims again after a race or a wait. */
-export type Next = CallEnd | 'race' | 'wait';
-type Handler<K extends VerdictKind> = (verdict: VerdictOf<K>, call: ClaimCall) => Next | Promise<Next>;
-/** One handler per verdict: a verdict without one is a compile error. */
-export type HandlerTable = { readonly [K in VerdictKind]: Handler<K> };
+export type { HandlerTable, Next } from './verdict-handler.js';
 
 /** The verdict table of a tool's kind: what each verdict does for a mutation, and for a job. */
 export function handlerTable(kind: Exclude<ToolKind, 'read'>, settings: ClaimSettings): HandlerTable {
@@ -44,6 +51,9 @@ export const LINKS_ORIGINAL = {
   reclaimed: false,
   raced: false,
   unknown: true,
+  awaiting: true,
+  approved: true,
+  declined: true,
 } as const satisfies Record<VerdictKind, boolean>;
 
 export function spanOf(row: ClaimRow): SpanRef | undefined {
@@ -78,16 +88,31 @@ function sharedHandlers({ name, runtime }: ClaimSettings) {
 function mutationHandlers(settings: ClaimSettings): HandlerTable {
   const { name, execute } = settings;
   const { reclaim, ...shared } = sharedHandlers(settings);
-  const won: Handler<'won'> = ({ row }, call) =>
+  const run: RunWon = (row, call, approved) =>
     execute(row, call).then(
       (done): CallEnd =>
         'error' in done
           ? { outcome: done.outcome, error: done.error }
-          : answer(done.outcome, done.value, row, call, done.completedAt),
+          : answer(
+              approved && done.outcome === 'executed' ? 'approved' : done.outcome,
+              done.value,
+              row,
+              call,
+              done.completedAt,
+            ),
     );
+  const gate = approvalHandlers(settings.approval, run);
+  // Without an approval rule a won claim runs at once, as before approvals existed: no frame of the gate's.
+  const won: Handler<'won'> =
+    settings.approval.rule === undefined
+      ? ({ row }, call) => run(row, call, false)
+      : ({ row }, call) => gate.won(row, call);
   return {
     ...shared,
     won,
+    awaiting: gate.awaiting,
+    approved: gate.approved,
+    declined: gate.declined,
     reclaimed: async ({ row }, call) =>
       (await reclaim(row, call)) ? won({ kind: 'won', row }, call) : 'race',
     replay: ({ row }, call) => answer('replayed', row.result_json, row, call),
@@ -133,8 +158,17 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
     running: unfinished,
     abandoned: unfinished,
     unknown: ({ row }, call) => answer('polled', jobStatusOf(row), row, call),
+    // Jobs take no approval (config/tool.ts): a row in these states was written by hand, and is refused as such.
+    awaiting: notAJobStatus,
+    approved: notAJobStatus,
+    declined: notAJobStatus,
   };
 }
+
+const notAJobStatus = ({ row }: { readonly row: ClaimRow }): CallEnd => ({
+  outcome: 'failed',
+  error: unknownStatus(row),
+});
 
 /** The claim loop of one tool: claim, judge, and hand the verdict to its kind's handler until the call ends. */
 export function createClaimLoop(

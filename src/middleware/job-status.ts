@@ -17,6 +17,16 @@ export function jobStatusOf<T>(row: RunRow): JobStatus<T> {
       row.error_json
         ? { jobId, attempt, status: 'unknown', error: row.error_json }
         : { jobId, attempt, status: 'unknown' },
+    // Jobs take no `approval` option (config/tool.ts): such a row was written by hand or by another tool's calls.
+    awaiting_approval: () => {
+      throw unknownStatus(row);
+    },
+    approved: () => {
+      throw unknownStatus(row);
+    },
+    declined: () => {
+      throw unknownStatus(row);
+    },
   } as const satisfies Record<RunRow['status'], () => JobStatus<T>>;
   const status: (() => JobStatus<T>) | undefined = byStatus[row.status];
   if (status === undefined) throw unknownStatus(row);

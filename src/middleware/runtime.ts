@@ -1,5 +1,6 @@
 import type { ResolvedConfig } from '../config/ledger.js';
 import type { CallObserver } from '../contract/observer.js';
+import { ApprovalStore } from '../ledger/approvals/store.js';
 import type { CompletionNotifier } from '../ledger/notifier.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { BackgroundSaves } from './background-saves.js';
@@ -21,6 +22,14 @@ export class LedgerRuntime {
 
   /** Step results finished here and not saved yet, so a later attempt from here saves rather than reruns them. */
   readonly heldSteps = new HeldSteps();
+
+  #approvals: ApprovalStore | undefined;
+
+  /** The statements of approvals, made at their first use: a ledger whose tools never ask makes none. */
+  get approvals(): ApprovalStore {
+    this.#approvals ??= new ApprovalStore(this.store.driver, this.config.schema, this.store.channel);
+    return this.#approvals;
+  }
 
   /** The leases of handlers running now, renewed from one timer. */
   readonly leases = new LeaseKeeper();

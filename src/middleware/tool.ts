@@ -24,6 +24,7 @@ import type {
 } from '../contract/types.js';
 import { newLeaseOwner } from '../ledger/fence.js';
 import type { ClaimRequest } from '../ledger/store.js';
+import { approvalSettings } from './approval-gate.js';
 import { type Answer, type CallEnd, isRefusal, type Refusal, rejected } from './call-end.js';
 import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';
@@ -150,7 +151,10 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const observed = observer !== noopObserver;
   const execute = createExecutor({ runtime, ...tool });
   const volatile = omitTreeOf(tool.volatileFields);
-  const claimLoop = kind === 'read' ? undefined : createClaimLoop(kind, { name, runtime, execute });
+  const claimLoop =
+    kind === 'read'
+      ? undefined
+      : createClaimLoop(kind, { name, runtime, execute, approval: approvalSettings(runtime, tool) });
   if (kind !== 'read') runtime.announceUnsaved(name);
 
   /**

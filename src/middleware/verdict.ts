@@ -23,6 +23,12 @@ interface VerdictFields {
   readonly reclaimed: { readonly row: ClaimRow };
   /** An interrupted effect whose rule was `'fail'`: the row waits for an operator to settle it. */
   readonly unknown: { readonly row: ClaimRow };
+  /** The run awaits a person's decision (or did until its deadline passed: the approval gate reads which). */
+  readonly awaiting: { readonly row: ClaimRow };
+  /** A person approved the run: the next call with its key and arguments takes it over and runs the handler. */
+  readonly approved: { readonly row: ClaimRow };
+  /** A person declined the run: final, every call with the key gets the decline. */
+  readonly declined: { readonly row: ClaimRow };
   /** The row changed between the statement's snapshot and its write (or a parallel insert won): claim again. */
   readonly raced: { readonly row: undefined | ClaimRow };
 }
@@ -58,6 +64,9 @@ export function judgeClaim(row: ClaimRow | undefined, request: JudgedRequest): V
     // A retryable failure of the same request is always due for takeover, so a failure seen here is final.
     failed: { kind: 'final_failure', row },
     unknown: { kind: 'unknown', row },
+    awaiting_approval: { kind: 'awaiting', row },
+    approved: { kind: 'approved', row },
+    declined: { kind: 'declined', row },
     in_progress:
       row.lease_owner !== null && row.lease_owner === request.leaseOwner
         ? { kind: 'reclaimed', row }

@@ -115,6 +115,26 @@ const ERROR_TEXTS = {
     `${sentence(error.message)} Nothing was done. Do not retry ${s.tool} for this caller, with this or a new key; tell the user they are not allowed to use it.`,
   RATE_LIMITED: (error, s) =>
     `${sentence(error.message)} Nothing was done. ${waitHint(error)}, then call ${s.tool} again ${same(s)}.`,
+  APPROVAL_REQUIRED: (error, s) => {
+    const key = error.approval?.key === undefined ? '' : ` under the key "${error.approval.key}"`;
+    return s.key.kind === 'argument'
+      ? `${s.tool} was not run: a person must approve this request first, and it is now waiting for them${key}. Nothing was done. Tell the user it awaits approval; once approved, call ${s.tool} again ${same(s)} to run it. Do not use a new "${s.key.field}": that would ask for a second approval.`
+      : `${s.tool} was not run: a person must approve this request first, and it is now waiting for them${key}. Nothing was done. Tell the user it awaits approval; it runs when this same tool call is made again after the approval.`;
+  },
+  APPROVAL_DECLINED: (error, s) => {
+    const reason = error.approval?.decision?.reason;
+    return `A person declined this request to ${s.tool}${reason ? ` (${sentence(reason)})` : '.'} Nothing was done, and this is final for this request. Do not retry it; tell the user it was declined and why.`;
+  },
+  APPROVAL_EXPIRED: (_error, s) =>
+    `Nobody approved this request to ${s.tool} in time, so it expired. Nothing was done, and this is final for this request. Tell the user; if they still want it, it needs a new request${s.key.kind === 'argument' ? ` with a new "${s.key.field}"` : ''}.`,
+  APPROVAL_NOT_PENDING: (_error, s) =>
+    `There is no request of ${s.tool} waiting for a decision under this key. Nothing was changed. ${NOT_SET_UP}`,
+  APPROVAL_ALREADY_DECIDED: (error, s) => {
+    const d = error.approval?.decision;
+    return `This request to ${s.tool} was already ${d ? `${d.decision} by ${d.by}` : 'decided'}; nothing was changed. Tell the user.`;
+  },
+  APPROVAL_ACTOR_REQUIRED: (_error, s) =>
+    `A decision on ${s.tool} was refused because it did not say who took it. Nothing was changed. ${NOT_SET_UP}`,
 } as const satisfies Record<ErrorCode, Text>;
 
 /** The text a model reads for a ledger error: the stable code, then what happened and what to do next. */
@@ -127,6 +147,7 @@ type Report = Pick<InvokeReport<unknown>, 'outcome' | 'kind' | 'completedAt'>;
 
 const NOTICES = {
   executed: () => undefined,
+  approved: () => undefined,
   replayed: (tool: string, report: Report) =>
     report.kind === 'job'
       ? `Replayed: ${tool} already started this job earlier and did not start it again; this is its current status.`

@@ -1,0 +1,277 @@
+import type { Queryable, StoredError } from '../../contract/types.js';
+import { type AuditEntry, appendAudit, auditKeyHash, type StoredAuditEntry } from '../audit/chain.js';
+import type { Driver } from '../driver.js';
+import { ledgerUnavailable } from '../driver-errors.js';
+import type { RunFence } from '../fence.js';
+import type { ClaimRow, RunKey } from '../run-row.js';
+import {
+  approvalStateSql,
+  countAwaitingSql,
+  decideSql,
+  decisionLockSql,
+  decisionRowSql,
+  listAwaitingSql,
+  parkSql,
+  takeApprovedSql,
+} from './sql.js';
+
+/** What the `approval` column holds: the arguments awaiting a decision, then the decision merged in. */
+export interface ApprovalRecord {
+  readonly arguments?: unknown;
+  readonly decision?: 'approved' | 'declined';
+  readonly by?: string;
+  /** ISO time of the decision. */
+  readonly at?: string;
+  readonly reason?: string | null;
+  readonly fingerprint?: string;
+  readonly approvedFingerprint?: string;
+  readonly edited?: boolean;
+  /** The approver's edit, which the handler runs with instead of the caller's arguments. */
+  readonly approvedArguments?: unknown;
+  /** The run the decision was taken on (see `createdAtText` in sql.ts). */
+  readonly runCreatedAt?: string;
+}
+
+/** A key's row as approvals read it. */
+export interface ApprovalState {
+  readonly id: string;
+  readonly status: string;
+  readonly user_id: string | null;
+  readonly parameter_hash: string;
+  readonly attempt: number;
+  readonly approval: ApprovalRecord | null;
+  readonly deadline_ms: number | null;
+  /** An `awaiting_approval` row past its deadline: expired. */
+  readonly deadline_passed: boolean;
+  /** Past its TTL: the key counts as new. */
+  readonly ttl_over: boolean;
+  /** The recorded decision was taken on this run (not on an earlier intent of the key, before its TTL). */
+  readonly approval_current: boolean;
+}
+
+/** A row the next call took over after its approval: the claim's row, with the approval. */
+export type ApprovedClaim = ClaimRow & { readonly approval: ApprovalRecord | null };
+
+/** What the taker of an approved row sends. */
+export interface TakeApproved {
+  readonly runKey: RunKey;
+  readonly attempt: number;
+  readonly user: string | undefined;
+  readonly paramsHash: string;
+  readonly leaseOwner: string;
+  readonly leaseSeconds: number;
+  readonly ttlSeconds: number;
+  readonly traceId: string | undefined;
+  readonly spanId: string | undefined;
+}
+
+/** One row of the inbox. */
+export interface AwaitingRow {
+  readonly tenant_id: string;
+  readonly tool_name: string;
+  readonly idempotency_key: string;
+  readonly user_id: string | null;
+  readonly parameter_hash: string;
+  readonly id: string;
+  readonly arguments: unknown;
+  readonly requested_ms: number;
+  readonly deadline_ms: number;
+}
+
+/** A decision as the transaction is asked to record it, once `judge` accepted the row. */
+export interface DecisionWrite {
+  readonly status: 'approved' | 'declined';
+  /** Merged into `approval`; `at` and `runCreatedAt` are filled in here. */
+  readonly record: Omit<ApprovalRecord, 'at' | 'runCreatedAt' | 'arguments'>;
+  readonly storedError: StoredError | null;
+  readonly ttlSeconds: number;
+  readonly audit: Omit<AuditEntry, 'at' | 'keyHash' | 'runId' | 'tenant' | 'tool'>;
+}
+
+/** What a decision's transaction found: the row as locked (or none), and what it did. */
+export type DecisionResult =
+  | { readonly kind: 'no_run' }
+  | { readonly kind: 'refused'; readonly row: ApprovalState }
+  | {
+      readonly kind: 'decided';
+      readonly row: ApprovalState;
+      readonly at: Date;
+      readonly entry: StoredAuditEntry;
+    };
+
+/**
+ * The statements of approvals over one schema (ledger/approvals/sql.ts), each timed out and mapped like the
+ * store's: a driver failure is `LEDGER_UNAVAILABLE`. None runs for a tool without `approval`.
+ */
+export class ApprovalStore {
+  readonly #driver: Driver;
+  readonly #schema: string;
+  readonly #channel: string;
+  readonly #sql: ReturnType<typeof statements>;
+
+  constructor(driver: Driver, schema: string, channel: string) {
+    this.#driver = driver;
+    this.#schema = schema;
+    this.#channel = channel;
+    this.#sql = statements(schema);
+  }
+
+  async #query<R>(db: Queryable, text: string, params: unknown[], doing: string): Promise<R[]> {
+    try {
+      return (await db.query<R>(text, params)).rows;
+    } catch (error) {
+      throw ledgerUnavailable(error, doing);
+    }
+  }
+
+  /**
+   * Turns the run this call claimed into one awaiting approval (under its fence). Returns the deadline, or
+   * undefined when the fence refused (the lease was lost to another caller).
+   */
+  async park(
+    fence: RunFence,
+    approvalTtlSeconds: number,
+    ttlSeconds: number,
+    argumentsJson: string,
+  ): Promise<Date | undefined> {
+    const { tenant, tool, key } = fence.runKey;
+    const rows = await this.#query<{ deadline_ms: number }>(
+      this.#driver,
+      this.#sql.park,
+      [
+        tenant,
+        tool,
+        key,
+        fence.attempt,
+        fence.leaseOwner,
+        approvalTtlSeconds,
+        ttlSeconds,
+        argumentsJson,
+        this.#channel,
+      ],
+      'save the call awaiting approval',
+    );
+    return rows[0] ? new Date(Number(rows[0].deadline_ms)) : undefined;
+  }
+
+  /** The key's approval state, or undefined when it has no row. */
+  async state(runKey: RunKey): Promise<ApprovalState | undefined> {
+    const rows = await this.#query<ApprovalState>(
+      this.#driver,
+      this.#sql.state,
+      [runKey.tenant, runKey.tool, runKey.key],
+      'read the approval',
+    );
+    return rows[0];
+  }
+
+  /** Takes an approved row over for this caller; undefined when it is no longer approved as read. */
+  async takeApproved(take: TakeApproved): Promise<ApprovedClaim | undefined> {
+    const rows = await this.#query<Record<string, unknown>>(
+      this.#driver,
+      this.#sql.take,
+      [
+        take.runKey.tenant,
+        take.runKey.tool,
+        take.runKey.key,
+        take.attempt,
+        take.user ?? null,
+        take.paramsHash,
+        take.leaseOwner,
+        take.leaseSeconds,
+        take.ttlSeconds,
+        take.traceId ?? null,
+        take.spanId ?? null,
+      ],
+      'take over the approved call',
+    );
+    if (!rows[0]) return undefined;
+    rows[0].runKey = take.runKey;
+    return rows[0] as unknown as ApprovedClaim;
+  }
+
+  /**
+   * One decision, in one transaction: the key's lock, the row locked and handed to `judge` with the transaction's
+   * time (which answers the
+   * write, or undefined to refuse: the caller reads why from the row), the row updated, the audit entry appended,
+   * and the waiters woken at commit.
+   */
+  async decide(
+    runKey: RunKey,
+    judge: (row: ApprovalState, at: Date) => DecisionWrite | undefined,
+  ): Promise<DecisionResult> {
+    const { tenant, tool, key } = runKey;
+    try {
+      // Before the transaction: it may make the secret, which must not roll back with a refused decision.
+      const keyHash = await auditKeyHash(this.#driver, this.#schema, key);
+      return await this.#driver.transaction(async (tx): Promise<DecisionResult> => {
+        await tx.query(this.#sql.lock, [tenant, tool, key]);
+        const { rows } = await tx.query<ApprovalState & { created_at_text: string; now_ms: number }>(
+          this.#sql.row,
+          [tenant, tool, key],
+        );
+        const row = rows[0];
+        if (!row) return { kind: 'no_run' };
+        const at = new Date(Number(row.now_ms));
+        const write = judge(row, at);
+        if (!write) return { kind: 'refused', row };
+        const record = { ...write.record, at: at.toISOString(), runCreatedAt: row.created_at_text };
+        await tx.query(this.#sql.decide, [
+          tenant,
+          tool,
+          key,
+          write.status,
+          JSON.stringify(record),
+          write.storedError === null ? null : JSON.stringify(write.storedError),
+          write.ttlSeconds,
+          this.#channel,
+        ]);
+        const entry = await appendAudit(tx, this.#schema, {
+          ...write.audit,
+          tenant,
+          tool,
+          at,
+          keyHash,
+          runId: row.id,
+        });
+        return { kind: 'decided', row, at, entry };
+      });
+    } catch (error) {
+      throw ledgerUnavailable(error, 'record the decision');
+    }
+  }
+
+  /** Calls awaiting a decision, oldest first. */
+  list(tenant: string | undefined, tool: string | undefined, limit: number): Promise<AwaitingRow[]> {
+    return this.#query<AwaitingRow>(
+      this.#driver,
+      this.#sql.list,
+      [tenant ?? null, tool ?? null, limit],
+      'list the calls awaiting approval',
+    );
+  }
+
+  /** How many calls await a decision, and for how long the oldest has. */
+  async countAwaiting(): Promise<{ readonly waiting: number; readonly oldestSeconds: number }> {
+    const rows = await this.#query<{ waiting: number; oldest_seconds: number }>(
+      this.#driver,
+      this.#sql.count,
+      [],
+      'count the calls awaiting approval',
+    );
+    return { waiting: Number(rows[0]?.waiting ?? 0), oldestSeconds: Number(rows[0]?.oldest_seconds ?? 0) };
+  }
+}
+
+function statements(schema: string) {
+  return Object.freeze({
+    park: parkSql(schema),
+    state: approvalStateSql(schema),
+    take: takeApprovedSql(schema),
+    lock: decisionLockSql(schema),
+    row: decisionRowSql(schema),
+    decide: decideSql(schema),
+    list: listAwaitingSql(schema),
+    count: countAwaitingSql(schema),
+  });
+}
