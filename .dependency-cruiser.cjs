@@ -150,13 +150,14 @@ module.exports = {
     ),
     room(
       'layer-console',
-      'console/ serves the web console over support/ and auth/; the CLI starts it through its entry.',
+      'console/ serves the web console over support/ and auth/, and decides approvals through the public ledger API; the CLI starts it through its entry.',
       '^src/console/',
       'console/',
       'support/',
       'auth/',
       'contract/',
       'ledger/',
+      'create-ledger[.]ts$',
     ),
     room(
       'layer-otel',

@@ -69,3 +69,20 @@ export function sameOrigin(req: IncomingMessage): boolean {
     return false;
   }
 }
+
+/** An answer to a refused request, said as a page. */
+export class Refused extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export const REFUSAL_STATUS = {
+  not_found: 404,
+  ambiguous: 409,
+  invalid: 400,
+  not_migrated: 409,
+  no_secret: 409,
+} as const;

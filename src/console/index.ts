@@ -5,6 +5,7 @@ import { ToolLedgerError } from '../contract/errors.js';
 import { maskUrlPassword } from '../ledger/drivers/connection-url.js';
 import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
 import { tableExistsSql } from '../support/sql.js';
+import { ConsoleApprovals } from './approvals.js';
 import { type ConsoleOptions, resolveConsoleOptions } from './options.js';
 import { listenConsole } from './server.js';
 
@@ -71,10 +72,13 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       { cause: error },
     );
   }
+  // The approvals inbox goes through the ledger's public API, on this pool.
+  const approvals = await ConsoleApprovals.open(pool, resolved.schema);
   let listening: Awaited<ReturnType<typeof listenConsole>>;
   try {
-    listening = await listenConsole(resolved, db);
+    listening = await listenConsole(resolved, db, approvals);
   } catch (error) {
+    await approvals.close().catch(() => {});
     await pool.end().catch(() => {});
     throw error;
   }
@@ -83,6 +87,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     writable,
     async close() {
       await listening.close();
+      await approvals.close().catch(() => {});
       await pool.end().catch(() => {});
     },
   };

@@ -6,9 +6,19 @@ import { forgottenRecords } from '../support/forget.js';
 import { SupportRefusal } from '../support/refusal.js';
 import { resolutionOf, resolveUnknown } from '../support/resolve.js';
 import { searchRuns } from '../support/search.js';
+import type { ConsoleApprovals } from './approvals.js';
 import { CONSOLE_CSS, WATERFALL_JS } from './assets.js';
 import { html } from './html.js';
-import { BadForm, readForm, redirect, sameOrigin, securityHeaders, send } from './http.js';
+import {
+  BadForm,
+  REFUSAL_STATUS,
+  Refused,
+  readForm,
+  redirect,
+  sameOrigin,
+  securityHeaders,
+  send,
+} from './http.js';
 import { Authenticator, COOKIE, type Identity } from './identity.js';
 import { notice, type PageContext, page } from './layout.js';
 import type { ResolvedConsoleOptions } from './options.js';
@@ -26,23 +36,6 @@ export interface ListeningConsole {
   close(): Promise<void>;
 }
 
-/** An answer to a refused request, said as a page. */
-class Refused extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
-}
-
-const REFUSAL_STATUS = {
-  not_found: 404,
-  ambiguous: 409,
-  invalid: 400,
-  not_migrated: 409,
-  no_secret: 409,
-} as const;
-
 const SEARCH_FIELDS = ['key', 'tenant', 'tool', 'status', 'user', 'from', 'to'] as const;
 
 /** A `datetime-local` value read as UTC. */
@@ -59,10 +52,12 @@ export class ConsoleApp {
   readonly #db: SupportDb;
   readonly #auth: Authenticator;
   readonly #reads: ConsoleReads;
+  readonly #approvals: ConsoleApprovals;
   /** Writes need the flag and someone to record: an authenticated identity, or the named local operator. */
   readonly writable: boolean;
 
-  constructor(options: ResolvedConsoleOptions, db: SupportDb) {
+  constructor(options: ResolvedConsoleOptions, db: SupportDb, approvals: ConsoleApprovals) {
+    this.#approvals = approvals;
     this.#options = options;
     this.#db = db;
     this.#auth = new Authenticator(options);
@@ -207,6 +202,34 @@ export class ConsoleApp {
     return redirect(res, `${target}?done=${outcome.runs.length === 0 ? 'nothing' : 'resolved'}`);
   }
 
+  async #decide(res: ServerResponse, ctx: PageContext, id: string, form: Map<string, string>) {
+    if (!this.writable)
+      throw new Refused(403, 'This console is read-only: it was started without --allow-writes.');
+    if (ctx.identity.role !== 'operator')
+      throw new Refused(403, 'Approving and declining need the operator role; you are a viewer.');
+    const decision = form.get('decision');
+    if (decision !== 'approve' && decision !== 'decline') throw new Refused(400, 'Press Approve or Decline.');
+    const reason = (form.get('reason') ?? '').trim();
+    if (reason === '') throw new Refused(400, 'Give a reason: it is recorded with your name.');
+    const row = await this.#reads.row(id);
+    if (row === undefined) throw new Refused(404, `No run ${id}.`);
+    try {
+      await this.#approvals.decide(
+        { tenant: row.tenant_id, tool: row.tool_name, key: row.idempotency_key },
+        decision,
+        ctx.identity.actor,
+        reason,
+      );
+    } catch (error) {
+      // Lost a race, or nothing waits any more: said plainly, nothing changed.
+      if (error instanceof ToolLedgerError && error.code.startsWith('APPROVAL_'))
+        throw new Refused(409, error.message);
+      throw error;
+    }
+    this.#options.log(`tool-ledger console: run ${id} ${decision}d by ${ctx.identity.actor}`);
+    return redirect(res, `/inbox/approvals?done=${decision}d`);
+  }
+
   /** Answers one request; a refusal is thrown (`Refused`, `SupportRefusal`, `BadForm`) and said by the caller. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://console.invalid');
@@ -240,11 +263,16 @@ export class ConsoleApp {
     }
     const done = url.searchParams.get('done');
     const news =
-      done === 'resolved'
-        ? notice('status', 'Resolved: recorded in the audit with your name.')
-        : done === 'nothing'
-          ? notice('alert', 'Nothing changed: the run had left status unknown meanwhile.')
-          : html``;
+      done === 'approved' || done === 'declined'
+        ? notice(
+            'status',
+            `${done === 'approved' ? 'Approved' : 'Declined'}: recorded in the audit with your name.`,
+          )
+        : done === 'resolved'
+          ? notice('status', 'Resolved: recorded in the audit with your name.')
+          : done === 'nothing'
+            ? notice('alert', 'Nothing changed: the run had left status unknown meanwhile.')
+            : html``;
     const run = /^\/runs\/(\d{1,19})$/.exec(path);
     const resolveMatch = /^\/runs\/(\d{1,19})\/resolve$/.exec(path);
     if (path === '/signout' && form !== undefined) {
@@ -278,6 +306,9 @@ export class ConsoleApp {
         found.timeline.kind === 'story' ? '/static/waterfall.js' : undefined,
       );
     }
+    const decideMatch = /^\/approvals\/(\d{1,19})\/decide$/.exec(path);
+    if (decideMatch !== null && form !== undefined)
+      return this.#decide(res, ctx, decideMatch[1] as string, form);
     if (resolveMatch !== null && form !== undefined)
       return this.#resolve(res, ctx, resolveMatch[1] as string, form);
     if (path === '/inbox/unknown' && form === undefined)
@@ -290,7 +321,14 @@ export class ConsoleApp {
         '/inbox/unknown',
       );
     if (path === '/inbox/approvals' && form === undefined)
-      return this.#respond(res, 200, 'Approvals', ctx, approvalsPage(), '/inbox/approvals');
+      return this.#respond(
+        res,
+        200,
+        'Approvals',
+        ctx,
+        html`${news}${approvalsPage(await this.#approvals.inbox(await this.#reads.secret()), ctx)}`,
+        '/inbox/approvals',
+      );
     throw new Refused(404, 'No such page.');
   }
 }
@@ -298,8 +336,9 @@ export class ConsoleApp {
 export async function listenConsole(
   options: ResolvedConsoleOptions,
   db: SupportDb,
+  approvals: ConsoleApprovals,
 ): Promise<ListeningConsole> {
-  const app = new ConsoleApp(options, db);
+  const app = new ConsoleApp(options, db, approvals);
   const respond = (res: ServerResponse, status: number, message: string) =>
     send(
       res,

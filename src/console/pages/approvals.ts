@@ -1,6 +1,51 @@
-import { html, type Markup } from '../html.js';
+import type { KeyForm } from '../../support/key-form.js';
+import { cell, html, jsonBlock, type Markup, time } from '../html.js';
+import type { PageContext } from '../layout.js';
+import { keyText, writeBlocked } from './run-parts.js';
 
-/** The approvals inbox, until the ledger records approvals: says so rather than showing an empty list. */
-export function approvalsPage(): Markup {
-  return html`<p role="status">This ledger version records no approvals yet: nothing can wait here.</p>`;
+/** A call waiting in the approvals inbox, its arguments scrubbed. */
+export interface ApprovalItem {
+  readonly runId: string;
+  readonly tenant: string;
+  readonly tool: string;
+  readonly key: KeyForm;
+  readonly user: KeyForm | null;
+  readonly requestedAt: Date;
+  readonly deadline: Date;
+  readonly arguments: unknown;
+}
+
+/** The approvals inbox, or why it cannot show one. */
+export type ApprovalsInbox =
+  | { readonly kind: 'items'; readonly items: readonly ApprovalItem[]; readonly limit: number }
+  | { readonly kind: 'unavailable'; readonly why: string };
+
+/**
+ * Approve and Decline share one form, so the reason box serves both; the button pressed is the decision. The
+ * actor is the signed-in identity, never a field of the form.
+ */
+function decisionForm(item: ApprovalItem, context: PageContext): Markup {
+  const blocked = writeBlocked(context);
+  if (blocked !== undefined) return html`<p class="none">${blocked}</p>`;
+  const id = `a${item.runId}`;
+  return html`<form method="post" action="/approvals/${item.runId}/decide" aria-label="Decide on run ${item.runId}">
+<input type="hidden" name="csrf" value="${context.csrf}">
+<label for="${id}-reason">Reason (required, recorded with your name, ${context.identity.actor})</label>
+<textarea id="${id}-reason" name="reason" required></textarea>
+<div class="buttons"><button type="submit" name="decision" value="approve">Approve</button> <button type="submit" name="decision" value="decline" class="danger">Decline</button></div>
+</form>`;
+}
+
+export function approvalsPage(inbox: ApprovalsInbox, context: PageContext): Markup {
+  if (inbox.kind === 'unavailable') return html`<p role="status">${inbox.why}</p>`;
+  if (inbox.items.length === 0) return html`<p role="status">No call awaits approval.</p>`;
+  return html`<p>${inbox.items.length}${inbox.items.length === inbox.limit ? '+' : ''} call${inbox.items.length === 1 ? '' : 's'} awaiting a decision, oldest first. Approving lets the agent's next call with the same key and arguments run the tool once; declining answers every call with the key with your reason.</p>
+${inbox.items.map(
+  (item) => html`<section class="decision" aria-labelledby="ap${item.runId}">
+<h2 id="ap${item.runId}"><a href="/runs/${item.runId}">Run ${item.runId}</a>: ${cell(item.tool, 80)} in ${cell(item.tenant, 80)}</h2>
+<p>Key ${cell(keyText(item.key))} · user ${item.user === null ? '-' : cell(keyText(item.user))} · asked ${time(item.requestedAt)} · expires ${time(item.deadline)}</p>
+<details open><summary>Arguments (scrubbed)</summary>${jsonBlock(item.arguments)}</details>
+${decisionForm(item, context)}
+</section>`,
+)}`;
 }
