@@ -179,11 +179,16 @@ describe('the verdict table of each tool kind', () => {
     const settings = {
       name: 't',
       execute: async () => executed,
+      approval: { rule: undefined },
       runtime: {
         store: { recordConflict: async () => {}, renewLease: async () => renewed },
+        // The approval statements find nothing: the row changed since the claim read it, so claim again.
+        approvals: { state: async () => undefined, takeApproved: async () => undefined },
+        notifier: { mark: () => 0 },
         track: (work: unknown) => tracked.push(work),
       },
     } as unknown as ClaimSettings;
+    Object.assign(settings.approval, { name: 't', runtime: settings.runtime });
     return { table: handlerTable(kind, settings), tracked };
   }
   const call = (waits: boolean): ClaimCall =>
@@ -223,7 +228,10 @@ describe('the verdict table of each tool kind', () => {
     abandoned       race                     polled
     reclaimed       executed                 executed
     raced           race                     race
-    unknown         unknown:OUTCOME_UNKNOWN  polled`);
+    unknown         unknown:OUTCOME_UNKNOWN  polled
+    awaiting        race                     failed:LEDGER_UNAVAILABLE
+    approved        race                     failed:LEDGER_UNAVAILABLE
+    declined        declined:APPROVAL_DECLINED  failed:LEDGER_UNAVAILABLE`);
 
   it('has one spec line per verdict, and each table a handler per verdict', () => {
     expect(SPEC.map(([verdict]) => verdict).sort()).toEqual(Object.keys(LINKS_ORIGINAL).sort());
@@ -251,6 +259,16 @@ describe('the verdict table of each tool kind', () => {
       .filter(([, links]) => links)
       .map(([verdict]) => verdict)
       .sort();
-    expect(linked).toEqual(['abandoned', 'conflict', 'final_failure', 'replay', 'running', 'unknown']);
+    expect(linked).toEqual([
+      'abandoned',
+      'approved',
+      'awaiting',
+      'conflict',
+      'declined',
+      'final_failure',
+      'replay',
+      'running',
+      'unknown',
+    ]);
   });
 });

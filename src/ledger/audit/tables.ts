@@ -37,7 +37,7 @@ export function auditTableDdl(schema: string): string {
   detail jsonb,
   prev_hash text NOT NULL,
   hash text NOT NULL,
-  PRIMARY KEY (tenant_id, id),
+  UNIQUE (tenant_id, id),
   UNIQUE (tenant_id, prev_hash)
 );
 COMMENT ON TABLE ${t} IS 'tool-ledger: decisions on runs (approve, decline, forget, resolve), hash-chained per tenant, append-only';
