@@ -2,7 +2,13 @@ import type { SupportDb } from '../support/db.js';
 import { keyForm } from '../support/key-form.js';
 import { settlementsOf } from '../support/resolve.js';
 import { type InspectRow, runData, scrubStoredError, unknownReason } from '../support/run-view.js';
-import { overviewSql, unknownInboxSql } from '../support/search-sql.js';
+import { scrubText } from '../support/scrub.js';
+import {
+  auditChainByRunSql,
+  auditChainExistsSql,
+  overviewSql,
+  unknownInboxSql,
+} from '../support/search-sql.js';
 import { supportSecret } from '../support/secret.js';
 import { runByIdSql } from '../support/sql.js';
 import { keyStory } from '../support/trace.js';
@@ -75,13 +81,32 @@ export class ConsoleReads {
   /** The decisions recorded for a run: its settlements (approvals join them once the ledger records them). */
   async audit(id: string): Promise<AuditEntry[]> {
     const settled = await settlementsOf(this.#db, this.#options.schema, id);
-    return settled.map((r) => ({
+    const entries: AuditEntry[] = settled.map((r) => ({
       action: 'resolve',
       by: r.by,
       at: r.at,
       reason: r.reason,
       detail: `settled as ${r.resolution}`,
     }));
+    // Approvals and declines, from the hash-chained audit (reasons are free text: scrubbed).
+    const [chain] = await this.#db.query<{ exists: boolean }>(auditChainExistsSql, [this.#options.schema]);
+    if (chain?.exists) {
+      const rows = await this.#db.query<{ at: Date; actor: string; action: string; reason: string | null }>(
+        auditChainByRunSql(this.#options.schema),
+        [id],
+      );
+      for (const r of rows) {
+        if (r.action === 'resolve' || r.action === 'forget') continue;
+        entries.push({
+          action: r.action,
+          by: r.actor,
+          at: r.at,
+          reason: r.reason === null ? null : scrubText(r.reason),
+          detail: 'audit chain',
+        });
+      }
+    }
+    return entries.sort((a, b) => a.at.getTime() - b.at.getTime());
   }
 
   async unknownInbox(): Promise<UnknownItem[]> {
