@@ -51,6 +51,12 @@ export interface GatewaySettingsOptions {
    */
   readonly drainTimeoutMs?: number;
   /**
+   * For a tool with `approval`: how long the person at a client that declared form elicitation has to answer the
+   * approval form. Past it nothing is recorded, and the call answers `APPROVAL_REQUIRED` naming its key.
+   * @default 600000 (10 minutes)
+   */
+  readonly approvalFormTimeoutMs?: number;
+  /**
    * The largest HTTP request body the gateway reads; a larger one is answered `413` before it is parsed.
    * @default 4194304 (4 MiB)
    */
@@ -67,6 +73,7 @@ export const GATEWAY_DEFAULTS: GatewaySettings = Object.freeze({
   upstreamConnectTimeoutMs: 30_000,
   sessionIdleTimeoutMs: 2 * 60 * 1000,
   drainTimeoutMs: 15_000,
+  approvalFormTimeoutMs: 10 * 60 * 1000,
   maxRequestBytes: 4 * 1024 * 1024,
 });
 
@@ -78,6 +85,7 @@ const KNOWN: Readonly<Record<keyof GatewaySettingsOptions, true>> = {
   upstreamConnectTimeoutMs: true,
   sessionIdleTimeoutMs: true,
   drainTimeoutMs: true,
+  approvalFormTimeoutMs: true,
   maxRequestBytes: true,
 };
 
@@ -94,6 +102,7 @@ const BOUNDS: Readonly<
   upstreamConnectTimeoutMs: [1, MAX_TIMER_MS, ''],
   sessionIdleTimeoutMs: [0, MAX_TIMER_MS, '0 for never'],
   drainTimeoutMs: [0, MAX_TIMER_MS, '0 to close at once'],
+  approvalFormTimeoutMs: [1, MAX_TIMER_MS, ''],
   maxRequestBytes: [1024, 1024 * 1024 * 1024, ''],
 };
 

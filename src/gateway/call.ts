@@ -10,13 +10,14 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { ToolFailure, ToolLedgerError } from '../contract/errors.js';
-import type { InvokeReport } from '../contract/types.js';
+import type { CallContext, InvokeReport } from '../contract/types.js';
 import type { Ledger } from '../create-ledger.js';
+import { type ApprovalAsker, invokeWithApproval } from '../integrations/mcp/approval.js';
 import { MCP_ATTR } from '../integrations/mcp/attributes.js';
 import { MCP_CALL_META_KEY, MCP_KEY_META_KEY, mcpErrorResult } from '../integrations/mcp/register.js';
 import { boundedKey, isRecord } from '../integrations/shared/adapter-tool.js';
 import { contextFromMeta, withCallAttributes } from '../integrations/shared/call-attributes.js';
-import { replayNotice, type TextSubject } from '../integrations/shared/model-text.js';
+import { replayNotice, type TextSubject, wasReplayed } from '../integrations/shared/model-text.js';
 import type { LedgerTool } from '../middleware/tool.js';
 import type { ToolFacts } from './catalog.js';
 import type { Gate } from './gate.js';
@@ -118,6 +119,7 @@ export function gatewayLedgerTool(ledger: Ledger, facts: ToolFacts): LedgerTool<
     ...(options.leaseSeconds === undefined ? {} : { leaseSeconds: options.leaseSeconds }),
     ...(options.waitSeconds === undefined ? {} : { waitSeconds: options.waitSeconds }),
     onUnknown: options.onUnknown ?? 'fail',
+    ...(options.approval === undefined ? {} : { approval: options.approval }),
     handler: async (input: unknown) => {
       const call = forwardedCalls.getStore();
       if (call === undefined) {
@@ -166,7 +168,7 @@ function withNotice(
 function callMeta(report: InvokeReport<unknown>): Record<string, unknown> {
   return {
     outcome: report.outcome,
-    replayed: report.outcome !== 'executed',
+    replayed: wasReplayed(report.outcome),
     ...(report.completedAt ? { completedAt: report.completedAt.toISOString() } : {}),
     attempt: report.attempt,
   };
@@ -190,6 +192,8 @@ export interface CallRequest {
   readonly defaultTimeoutMs: number;
   readonly transport: CallTransport;
   readonly signal: AbortSignal | undefined;
+  /** How a call that awaits approval asks the client for the decision (set when it declared form elicitation). */
+  readonly approval?: ApprovalAsker | undefined;
 }
 
 function spanAttributes(name: string, transport: CallTransport): Attributes {
@@ -297,15 +301,24 @@ async function answerCall(
   try {
     boundedKey(key, name);
     const tool = request.ledgerTool(facts);
-    const report = await withCallAttributes(spanAttributes(name, request.transport), () =>
-      forwardedCalls.run(forwarded, () =>
-        tool.invoke(input, {
-          key: key as string,
-          tenant: request.identity.tenant,
-          user: request.identity.user,
-          signal: request.signal,
-        }),
-      ),
+    // A call that awaits a person's decision asks the client when it can be asked (see ClientApprovals).
+    const gated = {
+      name,
+      invoke: (given: unknown, context: CallContext) =>
+        withCallAttributes(spanAttributes(name, request.transport), () =>
+          forwardedCalls.run(forwarded, () => tool.invoke(given, context)),
+        ),
+    };
+    const report = await invokeWithApproval(
+      gated,
+      input,
+      {
+        key: key as string,
+        tenant: request.identity.tenant,
+        user: request.identity.user,
+        signal: request.signal,
+      },
+      request.approval,
     );
     linkOriginal(span, report.originalSpan);
     const value = isRecord(report.value) ? (report.value as ToolResult) : { content: [] };

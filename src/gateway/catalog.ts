@@ -82,7 +82,9 @@ export class ToolCatalog {
     const annotations = isRecord(tool.annotations) ? tool.annotations : {};
     const options = this.#optionsFor(name);
     // Only an explicit readOnlyHint: true makes a tool read-only; a missing hint defaults to false in MCP.
-    const kind = options.kind ?? (annotations.readOnlyHint === true ? 'read' : 'mutation');
+    // A tool that needs approval goes through the ledger whatever its annotations say.
+    const readOnly = annotations.readOnlyHint === true && options.approval === undefined;
+    const kind = options.kind ?? (readOnly ? 'read' : 'mutation');
     const schema = isRecord(tool.inputSchema) ? tool.inputSchema : { type: 'object' };
     const properties = isRecord(schema.properties) ? schema.properties : {};
     const field = this.settings.keyField;

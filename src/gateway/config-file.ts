@@ -27,6 +27,7 @@ const TOOL_FIELDS = new Set([
   'waitSeconds',
   'onUnknown',
   'timeoutSeconds',
+  'approval',
 ]);
 
 function checkToolEntry(where: string, entry: unknown): GatewayToolOptions {
@@ -45,6 +46,12 @@ function checkToolEntry(where: string, entry: unknown): GatewayToolOptions {
     if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0)) {
       throw invalid(`${where}.${field} must be an integer >= 0`);
     }
+  }
+  if (entry.approval !== undefined && entry.approval !== 'required') {
+    throw invalid(`${where}.approval must be "required" (or left out)`);
+  }
+  if (entry.approval !== undefined && entry.kind === 'read') {
+    throw invalid(`${where} has kind "read" and an approval: only a mutation can wait for one`);
   }
   return entry as GatewayToolOptions;
 }

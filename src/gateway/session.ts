@@ -3,6 +3,7 @@ import type { Ledger } from '../create-ledger.js';
 import { isRecord } from '../integrations/shared/adapter-tool.js';
 import { type CallTransport, handleToolCall } from './call.js';
 import type { ToolCatalog } from './catalog.js';
+import { ClientApprovals } from './client-requests.js';
 import type { Gate } from './gate.js';
 import { gatewayLedgerToolFor } from './ledger-tools.js';
 import { ToolLookup } from './tool-lookup.js';
@@ -43,6 +44,8 @@ export class GatewaySession {
   #inFlight = new Set<Promise<void>>();
   #protocolVersion: string | undefined;
   #initializeId: string | number | undefined;
+  /** Approval forms the gateway itself sends the client, for tools with `approval`. */
+  readonly #approvals: ClientApprovals;
   #closing = false;
   /** Client requests relayed upstream as they are, still unanswered: answered with an error if the upstream goes. */
   readonly #relayed = new Set<string | number>();
@@ -59,6 +62,11 @@ export class GatewaySession {
   ) {
     this.requests = new UpstreamRequests(upstream, shared.log);
     this.#tools = new ToolLookup(shared.catalog, this.requests, shared.log);
+    this.#approvals = new ClientApprovals(
+      shared.ledger,
+      shared.settings.approvalFormTimeoutMs,
+      (message, related) => downstream.send(message, { relatedRequestId: related }),
+    );
     this.#liveness = shared.pingUpstream
       ? new UpstreamLiveness(this.requests, shared.settings, {
           log: shared.log,
@@ -111,6 +119,7 @@ export class GatewaySession {
   }
 
   #fromClient(message: JsonRpcMessage, extra: TransportExtra | undefined): void {
+    if (this.#approvals.take(message)) return;
     if (message.method !== undefined && message.id !== undefined) {
       if (message.method === 'tools/call') {
         this.#track(this.#call(message, extra));
@@ -245,6 +254,7 @@ export class GatewaySession {
         defaultTimeoutMs: this.shared.settings.upstreamCallTimeoutMs,
         transport,
         signal: abort.signal,
+        approval: this.#approvals.forCall(id, abort.signal),
       });
       // A cancelled request gets no answer (MCP: the receiver of a cancellation does not respond).
       if (abort.signal.aborted) return;
@@ -291,6 +301,7 @@ export class GatewaySession {
     if (this.#closing) return this.closed;
     this.#closing = true;
     this.#liveness?.stop();
+    this.#approvals.closeAll();
     const deadline = Date.now() + this.shared.settings.drainTimeoutMs;
     await this.#drain(deadline);
     this.requests.closeAll();

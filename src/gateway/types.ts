@@ -60,6 +60,13 @@ export interface GatewayToolOptions {
    * @default the gateway's upstreamCallTimeoutMs (60000 ms)
    */
   readonly timeoutSeconds?: number;
+  /**
+   * `'required'`: every call of this tool waits for a person's decision before it reaches the upstream (the
+   * ledger's tool option `approval`). A client that declared elicitation is asked in a form; any other gets a
+   * tool error naming the key that awaits approval (`tool-ledger approve`).
+   * @default none
+   */
+  readonly approval?: 'required';
 }
 
 /** Who a call is made for, as the gateway resolved it from the transport (never from tool arguments). */

@@ -1,4 +1,6 @@
 // Public API of `tool-ledger/mcp`. Every export here is public and follows semver.
+export type { ApprovalDesk } from '../shared/approvals.js';
+export type { McpApprovalSettings } from './approval.js';
 export { MCP_ATTR, STATELESS_PROTOCOL_VERSION } from './attributes.js';
 export {
   keyArgumentDescription,
@@ -10,6 +12,7 @@ export {
 export type { McpTraceMeta } from './trace-meta.js';
 export { mcpTraceMeta, withMcpTraceMeta } from './trace-meta.js';
 export type {
+  McpApprovalOptions,
   McpAuthInfo,
   McpRequestExtra,
   McpRequestInfo,

@@ -19,8 +19,10 @@ import {
   type KeyVoice,
   replayNotice,
   type TextSubject,
+  wasReplayed,
 } from '../shared/model-text.js';
 import { publishedSchema } from '../shared/published-schema.js';
+import { approvalElicit, invokeWithApproval } from './approval.js';
 import { mcpCallAttributes } from './attributes.js';
 import { requestInfo, withTransport } from './request.js';
 import type {
@@ -75,7 +77,7 @@ function callMeta(report: InvokeReport<unknown>): Record<string, unknown> {
   return {
     outcome: report.outcome,
     // A job poll did nothing again either.
-    replayed: report.outcome !== 'executed',
+    replayed: wasReplayed(report.outcome),
     ...(report.completedAt ? { completedAt: report.completedAt.toISOString() } : {}),
     ...(report.kind === 'read' ? {} : { attempt: report.attempt }),
     ...(report.jobId ? { jobId: report.jobId } : {}),
@@ -250,16 +252,20 @@ export function registerMcpTool<TServer extends McpServerLike>(
           user: await resolve(options.user, request),
           signal: request.signal,
         };
+        const asker = options.approvals && {
+          ...options.approvals,
+          elicit: approvalElicit(server, request, options.approvals.timeoutSeconds),
+          approver: () => resolve(options.approvals?.approver, request),
+        };
         const report = await withCallAttributes(
           mcpCallAttributes(request),
-          () => ledgerTool.invoke(input, context),
+          () => invokeWithApproval(ledgerTool, input, context, asker),
           contextFromMeta(request._meta),
         );
         return await answer(report);
       } catch (error) {
-        if (error instanceof ToolLedgerError)
-          return mcpErrorResult(error, subject, { structured: outputSchema === undefined });
-        throw error;
+        if (!(error instanceof ToolLedgerError)) throw error;
+        return mcpErrorResult(error, subject, { structured: outputSchema === undefined });
       }
     },
   );

@@ -1,6 +1,7 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type * as z from 'zod/v4-mini';
 import type { InvokeReport } from '../../contract/types.js';
+import type { McpApprovalSettings } from './approval.js';
 
 /** The content blocks a tool result of either SDK line may carry. */
 export type McpContentBlock =
@@ -152,6 +153,26 @@ export interface RegisterMcpToolOptions {
    * @default undefined (not announced)
    */
   readonly openWorld?: boolean;
+  /**
+   * For a ledger tool with `approval`: the ledger that records decisions and how to ask for them. When the client
+   * declared form-mode elicitation (and the server runs on `@modelcontextprotocol/sdk` 1.x), a call that awaits
+   * approval asks the person at the client to approve or decline, with the arguments scrubbed as telemetry
+   * scrubs them; the decision goes to the ledger, and an approved call then runs. Otherwise, or without this
+   * option, the call answers a tool error (`APPROVAL_REQUIRED`) naming the key that awaits a decision.
+   * @default none (no elicitation)
+   */
+  readonly approvals?: McpApprovalOptions;
+}
+
+/** How a tool with `approval` asks the person at the client for the decision (`registerMcpTool`'s `approvals`). */
+export interface McpApprovalOptions extends McpApprovalSettings {
+  /**
+   * Who decides, for the ledger's audit.
+   * @default the call's user, else "MCP client <name>" with the name the client declared at initialize
+   */
+  readonly approver?: McpResolver;
+  /** How long to wait for the person's answer before the call answers that it awaits approval. @default 600 */
+  readonly timeoutSeconds?: number;
 }
 
 /** What `registerMcpTool` registered: the tool itself and, for jobs, its status tool. */

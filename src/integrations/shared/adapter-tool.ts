@@ -16,6 +16,11 @@ export interface AdapterTool {
   readonly title: string | undefined;
   readonly destructive: boolean;
   readonly input: StandardSchemaV1 | undefined;
+  /**
+   * The tool's `approval` option (`'required'`, or a function of the input deciding per call), when it has one:
+   * adapters then hand the call to the SDK's own approval flow. Optional, so a tool from before approvals fits.
+   */
+  readonly approval?: unknown;
   invoke(input: unknown, context: CallContext): Promise<InvokeReport<unknown>>;
   /** Job tools only. */
   getJob?(jobId: string, context: Pick<CallContext, 'tenant' | 'user'>): Promise<unknown>;

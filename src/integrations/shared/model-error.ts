@@ -21,6 +21,7 @@ export function withModelMessage(error: ToolLedgerError, message: string): ToolL
     ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
     ...(error.conflictReason === undefined ? {} : { conflictReason: error.conflictReason }),
     ...(error.issues === undefined ? {} : { issues: error.issues }),
+    ...(error.approval === undefined ? {} : { approval: error.approval }),
   });
 }
 

@@ -156,6 +156,18 @@ const NOTICES = {
     `Replayed: ${tool} already started this job earlier and did not start it again; this is its current status.`,
 } as const satisfies Record<SuccessOutcome, (tool: string, report: Report) => string | undefined>;
 
+/** Whether an outcome did nothing again (a replay or a job poll): what adapters put in `replayed`. */
+const REPLAYED = {
+  executed: false,
+  approved: false,
+  replayed: true,
+  polled: true,
+} as const satisfies Record<SuccessOutcome, boolean>;
+
+export function wasReplayed(outcome: SuccessOutcome): boolean {
+  return REPLAYED[outcome];
+}
+
 /** The one sentence that tells a model nothing was done again (a replay or a job poll); none for an execution. */
 export function replayNotice(tool: string, report: Report): string | undefined {
   return NOTICES[report.outcome](tool, report);
