@@ -327,7 +327,11 @@ it('covers every error code', () => {
   // KNOWN GAP (issue 38, open): the APPROVAL_* codes have model-facing texts (integrations/shared/model-text.ts)
   // but no rows in this spec yet; test/adapters/mcp-approvals.test.ts drives APPROVAL_REQUIRED through MCP.
   const unspecified = Object.values(ErrorCode).filter((code) => code.startsWith('APPROVAL_'));
-  expect([...covered].sort()).toEqual(Object.values(ErrorCode).filter((code) => !unspecified.includes(code)).sort());
+  expect([...covered].sort()).toEqual(
+    Object.values(ErrorCode)
+      .filter((code) => !unspecified.includes(code))
+      .sort(),
+  );
 });
 
 describe.each([
