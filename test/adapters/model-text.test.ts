@@ -15,7 +15,14 @@ import {
 import { RunContext } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { createLedger, ErrorCode, type Ledger, ToolFailure, ToolLedgerError } from '../../src/index.js';
+import {
+  type ApprovalDecision,
+  createLedger,
+  ErrorCode,
+  type Ledger,
+  ToolFailure,
+  ToolLedgerError,
+} from '../../src/index.js';
 import { ledgerAiTool } from '../../src/integrations/ai-sdk/index.js';
 import { answerToolUse, ledgerAnthropicTool } from '../../src/integrations/anthropic/index.js';
 import { ledgerLangChainTool } from '../../src/integrations/langchain/index.js';
@@ -41,6 +48,19 @@ interface Row {
 }
 
 const SETUP = 'Do not retry; tell the user that this tool is not set up correctly on the server.';
+
+/** The call an approval error names (the key in its detail is what the ledger stored, shown as it is). */
+const APPROVAL_CALL = { tenant: 'acme', tool: 'refund', key: 'refund-7' } as const;
+
+function decided(decision: 'approved' | 'declined', reason?: string): ApprovalDecision {
+  return {
+    decision,
+    by: 'ana@example.com',
+    at: new Date('2026-12-05T08:00:00Z'),
+    fingerprint: 'f'.repeat(64),
+    ...(reason === undefined ? {} : { reason }),
+  };
+}
 
 const ROWS: readonly Row[] = [
   {
@@ -171,6 +191,57 @@ const ROWS: readonly Row[] = [
       'RATE_LIMITED: Too many calls. Nothing was done. Wait about 2 s, then call {tool} again with the same arguments and the same "{key}".',
     call: 'RATE_LIMITED: Too many calls. Nothing was done. Wait about 2 s, then call {tool} again with the same arguments.',
     read: 'RATE_LIMITED: Too many calls. Nothing was done. Wait about 2 s, then call {tool} again with the same arguments.',
+  },
+  // The approval codes are decided by a person, not provoked by a test on demand: the handler's error stands in
+  // (approval is for mutations only, so no read rows). The real flows are in test/adapters/*-approvals.test.ts.
+  {
+    name: 'APPROVAL_REQUIRED',
+    error: () => new ToolLedgerError('APPROVAL_REQUIRED', 'awaits approval', { approval: APPROVAL_CALL }),
+    argument:
+      'APPROVAL_REQUIRED: {tool} was not run: a person must approve this request first, and it is now waiting for them under the key "refund-7". Nothing was done. Tell the user it awaits approval; once approved, call {tool} again with the same arguments and the same "{key}" to run it. Do not use a new "{key}": that would ask for a second approval.',
+    call: 'APPROVAL_REQUIRED: {tool} was not run: a person must approve this request first, and it is now waiting for them under the key "refund-7". Nothing was done. Tell the user it awaits approval; it runs when this same tool call is made again after the approval.',
+  },
+  {
+    name: 'APPROVAL_DECLINED (with a reason)',
+    error: () =>
+      new ToolLedgerError('APPROVAL_DECLINED', 'declined', {
+        approval: { ...APPROVAL_CALL, decision: decided('declined', 'Over the refund limit') },
+      }),
+    argument:
+      'APPROVAL_DECLINED: A person declined this request to {tool}, saying: Over the refund limit. Nothing was done, and this is final for this request. Do not retry it; tell the user it was declined and why.',
+    call: 'APPROVAL_DECLINED: A person declined this request to {tool}, saying: Over the refund limit. Nothing was done, and this is final for this request. Do not retry it; tell the user it was declined and why.',
+  },
+  {
+    name: 'APPROVAL_EXPIRED',
+    error: () => new ToolLedgerError('APPROVAL_EXPIRED', 'expired', { approval: APPROVAL_CALL }),
+    argument:
+      'APPROVAL_EXPIRED: Nobody approved this request to {tool} in time, so it expired. Nothing was done, and this is final for this request. Tell the user; if they still want it, it needs a new request with a new "{key}".',
+    call: 'APPROVAL_EXPIRED: Nobody approved this request to {tool} in time, so it expired. Nothing was done, and this is final for this request. Tell the user; if they still want it, it needs a new request.',
+  },
+  {
+    name: 'APPROVAL_NOT_PENDING',
+    error: () =>
+      new ToolLedgerError('APPROVAL_NOT_PENDING', 'not pending', {
+        approval: { ...APPROVAL_CALL, status: 'none' },
+      }),
+    argument: `APPROVAL_NOT_PENDING: There is no request of {tool} waiting for a decision under this key. Nothing was changed. ${SETUP}`,
+    call: `APPROVAL_NOT_PENDING: There is no request of {tool} waiting for a decision under this key. Nothing was changed. ${SETUP}`,
+  },
+  {
+    name: 'APPROVAL_ALREADY_DECIDED',
+    error: () =>
+      new ToolLedgerError('APPROVAL_ALREADY_DECIDED', 'decided', {
+        approval: { ...APPROVAL_CALL, decision: decided('approved') },
+      }),
+    argument:
+      'APPROVAL_ALREADY_DECIDED: This request to {tool} was already approved by ana@example.com, so this decision was not recorded. Nothing was changed. Do not decide it again; tell the user who decided it.',
+    call: 'APPROVAL_ALREADY_DECIDED: This request to {tool} was already approved by ana@example.com, so this decision was not recorded. Nothing was changed. Do not decide it again; tell the user who decided it.',
+  },
+  {
+    name: 'APPROVAL_ACTOR_REQUIRED',
+    error: () => new ToolLedgerError('APPROVAL_ACTOR_REQUIRED', 'no actor', { approval: APPROVAL_CALL }),
+    argument: `APPROVAL_ACTOR_REQUIRED: A decision on {tool} was refused because it did not say who took it. Nothing was changed. ${SETUP}`,
+    call: `APPROVAL_ACTOR_REQUIRED: A decision on {tool} was refused because it did not say who took it. Nothing was changed. ${SETUP}`,
   },
 ];
 
@@ -324,14 +395,7 @@ const LIBRARY_API =
 
 it('covers every error code', () => {
   const covered = new Set(ROWS.map((row) => row.error().code));
-  // KNOWN GAP (issue 38, open): the APPROVAL_* codes have model-facing texts (integrations/shared/model-text.ts)
-  // but no rows in this spec yet; test/adapters/mcp-approvals.test.ts drives APPROVAL_REQUIRED through MCP.
-  const unspecified = Object.values(ErrorCode).filter((code) => code.startsWith('APPROVAL_'));
-  expect([...covered].sort()).toEqual(
-    Object.values(ErrorCode)
-      .filter((code) => !unspecified.includes(code))
-      .sort(),
-  );
+  expect([...covered].sort()).toEqual(Object.values(ErrorCode).sort());
 });
 
 describe.each([

@@ -123,7 +123,7 @@ const ERROR_TEXTS = {
   },
   APPROVAL_DECLINED: (error, s) => {
     const reason = error.approval?.decision?.reason;
-    return `A person declined this request to ${s.tool}${reason ? ` (${sentence(reason)})` : '.'} Nothing was done, and this is final for this request. Do not retry it; tell the user it was declined and why.`;
+    return `A person declined this request to ${s.tool}${reason ? `, saying: ${sentence(reason)}` : '.'} Nothing was done, and this is final for this request. Do not retry it; tell the user it was declined and why.`;
   },
   APPROVAL_EXPIRED: (_error, s) =>
     `Nobody approved this request to ${s.tool} in time, so it expired. Nothing was done, and this is final for this request. Tell the user; if they still want it, it needs a new request${s.key.kind === 'argument' ? ` with a new "${s.key.field}"` : ''}.`,
@@ -131,7 +131,7 @@ const ERROR_TEXTS = {
     `There is no request of ${s.tool} waiting for a decision under this key. Nothing was changed. ${NOT_SET_UP}`,
   APPROVAL_ALREADY_DECIDED: (error, s) => {
     const d = error.approval?.decision;
-    return `This request to ${s.tool} was already ${d ? `${d.decision} by ${d.by}` : 'decided'}; nothing was changed. Tell the user.`;
+    return `This request to ${s.tool} was already ${d ? `${d.decision} by ${d.by}` : 'decided'}, so this decision was not recorded. Nothing was changed. Do not decide it again; tell the user who decided it.`;
   },
   APPROVAL_ACTOR_REQUIRED: (_error, s) =>
     `A decision on ${s.tool} was refused because it did not say who took it. Nothing was changed. ${NOT_SET_UP}`,
