@@ -40,6 +40,8 @@ export class ToolCatalog {
       readonly tools: Readonly<Record<string, GatewayToolOptions>>;
       readonly defaults: GatewayToolOptions;
       readonly log: (line: string) => void;
+      /** Told every tool name a listing of the upstream's names (the decision metric's bounded labels). */
+      readonly onListed?: (name: string) => void;
     },
   ) {}
 
@@ -79,6 +81,7 @@ export class ToolCatalog {
   learn(tool: Record<string, unknown>, generation = this.#generation): Record<string, unknown> {
     const name = tool.name;
     if (typeof name !== 'string') return tool;
+    this.settings.onListed?.(name);
     const annotations = isRecord(tool.annotations) ? tool.annotations : {};
     const options = this.#optionsFor(name);
     // Only an explicit readOnlyHint: true makes a tool read-only; a missing hint defaults to false in MCP.

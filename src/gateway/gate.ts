@@ -10,6 +10,7 @@ import {
 } from '../telemetry/vocabulary.js';
 import { type AccessRules, accessDenied, type Caller, refusal } from './access.js';
 import { TenantLimiter, type TenantLimits } from './tenant-limits.js';
+import type { ToolLabels } from './tool-labels.js';
 
 type Decision = (typeof GATEWAY_DECISIONS)[number];
 type Reason = (typeof GATEWAY_REASONS)[number];
@@ -24,7 +25,7 @@ const METER_NAME = 'tool-ledger-gateway';
 /**
  * The gateway's admission of each tool call, before anything else: the access rules over the caller's verified
  * identity, then the tenant's rate and concurrency limits. Every decision is counted
- * (`tool_ledger.gateway.decisions`) and set on the call's server span. Nothing here touches the ledger: a refused
+ * (`tool_ledger.gateway.decisions`, its tool name bounded by `ToolLabels`) and set on the call's server span. Nothing here touches the ledger: a refused
  * call leaves no row, so the same key works once the caller may call.
  */
 export class Gate {
@@ -34,6 +35,8 @@ export class Gate {
   constructor(
     private readonly access: AccessRules | undefined,
     limits: TenantLimits | undefined,
+    /** The metric's tool names: bounded, unlike the names clients send. */
+    private readonly labels: ToolLabels,
   ) {
     this.#limiter = new TenantLimiter(limits ?? {});
     this.#decisions = metrics.getMeter(METER_NAME).createCounter(GATEWAY_METRIC.DECISIONS, {
@@ -64,7 +67,7 @@ export class Gate {
     this.#decisions.add(1, {
       [GATEWAY_ATTR.DECISION]: decision,
       [GATEWAY_ATTR.REASON]: reason,
-      [ATTR.GEN_AI_TOOL_NAME]: tool,
+      [ATTR.GEN_AI_TOOL_NAME]: this.labels.label(tool),
     });
   }
 }

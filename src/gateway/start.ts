@@ -11,6 +11,7 @@ import { type ModernLeg, modernLeg } from './modern.js';
 import { isCommand, stdioServerTransport, upstreamTransport } from './sdk.js';
 import { GatewaySession, type SessionShared } from './session.js';
 import { checkTenantLimits } from './tenant-limits.js';
+import { ToolLabels } from './tool-labels.js';
 import type {
   GatewayIdentity,
   GatewayOptions,
@@ -133,6 +134,10 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const ownsLedger = !isLedger(options.ledger);
   const ledger = isLedger(options.ledger) ? options.ledger : await createLedger(options.ledger ?? {});
   const fallback: GatewayIdentity = { tenant: options.tenant, user: options.user };
+  const labels = new ToolLabels([
+    ...Object.keys(options.tools ?? {}),
+    ...Object.keys(options.access?.tools ?? {}),
+  ]);
   const shared: SessionShared = {
     ledger,
     catalog: new ToolCatalog({
@@ -140,13 +145,14 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       tools: options.tools ?? {},
       defaults: options.defaults ?? {},
       log,
+      onListed: (name) => labels.listed(name),
     }),
     keyField,
     network: options.listen ? 'tcp' : 'pipe',
     pingUpstream: !isCommand(options.upstream),
     log,
     settings,
-    gate: new Gate(options.access, options.limits),
+    gate: new Gate(options.access, options.limits, labels),
     startUpstream: (transport) => startUpstream(options.upstream, transport),
     identity: (extra: TransportExtra | undefined) => {
       const carried = extra?.authInfo?.extra?.[IDENTITY_KEY];

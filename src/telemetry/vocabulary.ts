@@ -110,6 +110,13 @@ export const GATEWAY_ATTR = {
   REASON: 'tool_ledger.gateway.reason',
 } as const;
 
+/**
+ * The `gen_ai.tool.name` of `tool_ledger.gateway.decisions` for a tool neither the gateway's configuration names
+ * nor the upstream listed (within the bound of src/gateway/tool-labels.ts): the metric's series stay bounded
+ * whatever names clients call.
+ */
+export const GATEWAY_OTHER_TOOL = 'other';
+
 /** What the gateway decided about a tool call before it went anywhere. */
 export const GATEWAY_DECISIONS = ['allowed', 'denied', 'limited'] as const;
 

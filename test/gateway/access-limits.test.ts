@@ -10,7 +10,8 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningGateway, readGatewayConfig, startGateway } from '../../src/gateway/index.js';
 import { TenantLimiter } from '../../src/gateway/tenant-limits.js';
-import { GATEWAY_ATTR, GATEWAY_METRIC } from '../../src/telemetry/vocabulary.js';
+import { ToolLabels } from '../../src/gateway/tool-labels.js';
+import { ATTR, GATEWAY_ATTR, GATEWAY_METRIC, GATEWAY_OTHER_TOOL } from '../../src/telemetry/vocabulary.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
 import {
   type AnyClient,
@@ -204,6 +205,39 @@ it('counts every decision in tool_ledger.gateway.decisions, by decision and reas
   expect(count('limited', 'rate')).toBe(3);
   expect(count('limited', 'concurrency')).toBe(1);
   expect(count('allowed', 'none')).toBeGreaterThanOrEqual(8);
+});
+
+describe('the tool name on the decisions metric is bounded', () => {
+  it('keeps listed and configured names and counts made-up ones as other, while the span keeps the name', async () => {
+    harness.spans.reset();
+    const client = await clientFor({ sub: 'hal', org: 'globex' });
+    const madeUp = Array.from({ length: 5 }, (_, i) => `no-such-tool-${process.pid}-${i}`);
+    for (const name of madeUp) await callTool(client, name, { idempotency_key: `${name}-key` });
+    const points = await harness.points(GATEWAY_METRIC.DECISIONS);
+    const names = new Set(points.map((p) => p.attributes[ATTR.GEN_AI_TOOL_NAME]));
+    for (const name of madeUp) expect(names.has(name)).toBe(false);
+    const other = points
+      .filter((p) => p.attributes[ATTR.GEN_AI_TOOL_NAME] === GATEWAY_OTHER_TOOL)
+      .reduce((sum, p) => sum + (p.value as number), 0);
+    expect(other).toBe(madeUp.length);
+    // Tools the upstream listed, and those the config names, keep their names.
+    expect(names.has('echo')).toBe(true);
+    expect(names.has('toggle-simulated-logging')).toBe(true);
+    const spans = harness.spans.getFinishedSpans().filter((s) => s.kind === 1);
+    for (const name of madeUp) expect(spans.some((s) => s.name === `tools/call ${name}`)).toBe(true);
+  });
+
+  it('takes configured names always and listed names up to its bound (unit)', () => {
+    const labels = new ToolLabels(['configured'], 2);
+    for (const name of ['a', 'b', 'c', 'configured']) labels.listed(name);
+    expect(['configured', 'a', 'b', 'c', 'never-listed'].map((n) => labels.label(n))).toEqual([
+      'configured',
+      'a',
+      'b',
+      GATEWAY_OTHER_TOOL,
+      GATEWAY_OTHER_TOOL,
+    ]);
+  });
 });
 
 it('refuses a config file with an unknown access or limits field, saying what is known', () => {

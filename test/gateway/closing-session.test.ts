@@ -13,6 +13,7 @@ import { createLedger, type Ledger } from '../../src/create-ledger.js';
 import { ToolCatalog } from '../../src/gateway/catalog.js';
 import { Gate } from '../../src/gateway/gate.js';
 import { GatewaySession } from '../../src/gateway/session.js';
+import { ToolLabels } from '../../src/gateway/tool-labels.js';
 import type { GatewayTransport } from '../../src/gateway/types.js';
 import {
   type Child,
@@ -108,7 +109,7 @@ it('answers a call that arrives while the session closes, before the client side
       pingUpstream: true,
       log: (line) => log.push(line),
       settings: resolveGatewaySettings(),
-      gate: new Gate(undefined, undefined),
+      gate: new Gate(undefined, undefined, new ToolLabels([])),
       startUpstream: (transport) => transport.start(),
       identity: () => ({ tenant: 'acme', user: undefined }),
     },
