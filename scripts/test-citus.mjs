@@ -49,6 +49,9 @@ export const LEFT_OUT = {
     'migrations from earlier versions on local tables and a flaky pool; test/citus/distribute.test.ts runs a migration through the coordinator and test/citus/worker-lost.test.ts the outage of a worker',
   'test/db/distribute.test.ts':
     'distribution refused on a server without Citus; test/citus/distribute.test.ts here',
+  'test/db/approvals.test.ts':
+    'approvals, refused with CONFIG_INVALID on a distributed schema (docs/ledger.md, "Approvals": not supported)',
+  'test/db/approval-processes.test.ts': 'approvals, as above',
   'test/db/sharp-edges.test.ts': 'PGlite only',
   'test/db/pglite-template.test.ts': 'PGlite only',
   'test/db/multi-host-url.test.ts': 'connection strings, not tables',

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ApprovalRule, Ledger } from '../../src/index.js';
-import { backends } from '../support/db.js';
+import { backends, partitionedPostgresBackend } from '../support/db.js';
 import { rejection } from '../support/rejection.js';
 
 // Approvals (docs/ledger.md, "Approvals") on real Postgres and the embedded PGlite: every state of a key needing
@@ -156,7 +156,9 @@ describe.each(backends)('approvals on %s', (_name, makeBackend) => {
   });
 
   it('an edited approval runs the edited arguments once; both fingerprints are recorded', async () => {
-    const { ledger, tool, runs, row } = await setup();
+    // The two calls below race for the approved run: the loser waits for the winner's result (waitSeconds), as
+    // any duplicate of a run in flight does, instead of answering IN_PROGRESS.
+    const { ledger, tool, runs, row } = await setup({}, { waitSeconds: 30 });
     await rejection(tool.invoke(args, ctx('edit')));
     const bad = await rejection(
       ledger.approve({ ...target('edit'), by: 'ops', arguments: { order: 'o_1', cents: -5 } }),
@@ -230,5 +232,25 @@ describe.each(backends)('approvals on %s', (_name, makeBackend) => {
     expect(() =>
       ledger.tool({ name: 'm', kind: 'mutation', approval: 'yes' as never, handler: () => 1 }),
     ).toThrow(/use 'required' or a function/);
+  });
+});
+
+describe('approvals on the partitioned layout', () => {
+  const backend = partitionedPostgresBackend();
+
+  it('are not supported: a tool with approval is refused with CONFIG_INVALID, and tools without it still run', async () => {
+    const ledger = await backend.open({ waitSeconds: 0 });
+    const error = (() => {
+      try {
+        ledger.tool({ name: 'refund', kind: 'mutation', approval: 'required', handler: () => 1 });
+      } catch (caught) {
+        return caught as { code?: string; message?: string };
+      }
+      return undefined;
+    })();
+    expect(error?.code).toBe('CONFIG_INVALID');
+    expect(error?.message).toContain("partitioned (layout: 'partitioned')");
+    const plain = ledger.tool({ name: 'refund', kind: 'mutation', handler: () => 1 });
+    expect((await plain.invoke({}, { key: 'k', tenant: 'acme' })).outcome).toBe('executed');
   });
 });

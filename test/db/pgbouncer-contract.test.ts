@@ -2,7 +2,8 @@ import { afterAll } from 'vitest';
 import { PGBOUNCER_MISSING, pgbouncerBinary, startPgbouncer } from '../faults/support/pgbouncer.js';
 import { startFaultServer } from '../faults/support/postgres-server.js';
 
-// The ledger contract (contract.test.ts) and the cross-process race (processes.test.ts) again, with DATABASE_URL
+// The ledger contract (contract.test.ts), the cross-process race (processes.test.ts) and approvals (approvals.test.ts,
+// approval-processes.test.ts: the state table, the wait for a decision, a kill -9 and a restart) again, with DATABASE_URL
 // pointing at a real PgBouncer in transaction mode in front of a Postgres of this file's own, and default options:
 // the ledger finds the pooler itself. Without pgbouncer the file skips, except under CI=true.
 if (pgbouncerBinary() === undefined && process.env.CI !== 'true') {
@@ -23,4 +24,6 @@ if (pgbouncerBinary() === undefined && process.env.CI !== 'true') {
   });
   await import('./contract.test.js');
   await import('./processes.test.js');
+  await import('./approvals.test.js');
+  await import('./approval-processes.test.js');
 }

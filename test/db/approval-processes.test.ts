@@ -1,0 +1,175 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createLedger } from '../../src/index.js';
+import { databaseUrl, postgresBackend } from '../support/db.js';
+
+// Approvals across processes on real Postgres (docs/ledger.md, "Approvals"): a decision outlives the process that
+// asked for it, a kill -9 mid-handler of an approved run, and a decline met by a process that never saw the key.
+// pgbouncer-contract.test.ts runs this file again through PgBouncer in transaction mode.
+
+const WORKER = join(import.meta.dirname, '../fixtures/approval-worker.ts');
+// A worker that does not answer in this long is stuck: the test fails rather than hangs.
+const WORKER_LIMIT_MS = 45_000;
+
+interface WorkerResult {
+  readonly outcome?: string;
+  readonly value?: { refunded: number; by: number };
+  readonly attempt?: number;
+  readonly error?: string;
+  readonly message?: string;
+}
+
+interface Worker {
+  readonly child: ChildProcess;
+  /** Resolves when the handler has started (mode `hang`). */
+  readonly started: Promise<void>;
+  /** The worker's answer; undefined when it was killed before giving one. */
+  readonly result: Promise<WorkerResult | undefined>;
+}
+
+function start(mode: 'once' | 'hang', url: string, schema: string, key: string, cents: number): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, mode, url, schema, key, String(cents)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  let onStarted = () => {};
+  const started = new Promise<void>((resolve) => {
+    onStarted = resolve;
+  });
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.includes('STARTED\n')) onStarted();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const limit = setTimeout(() => child.kill('SIGKILL'), WORKER_LIMIT_MS);
+  const result = new Promise<WorkerResult | undefined>((resolve, reject) => {
+    child.on('exit', (code, signal) => {
+      clearTimeout(limit);
+      const last = out.trim().split('\n').at(-1) ?? '';
+      if (code === 0 && last.startsWith('{')) resolve(JSON.parse(last) as WorkerResult);
+      else if (signal === 'SIGKILL' && mode === 'hang') resolve(undefined);
+      else reject(new Error(`approval worker (${mode}) exited with ${code ?? signal}: ${err}${out}`));
+    });
+  });
+  return { child, started, result };
+}
+
+describe('approvals across processes on real Postgres', () => {
+  const backend = postgresBackend();
+  let schema: string;
+
+  beforeAll(async () => {
+    const ledger = await backend.open();
+    schema = ledger.schema;
+    await backend.sql(
+      `CREATE TABLE "${schema}".side_effects (pid integer, attempt integer, phase text, cents integer)`,
+    );
+  });
+
+  /** Decides with a ledger of this process: never the worker that asked, nor the one that runs. */
+  async function decide(key: string, decision: 'approve' | 'decline', extra: Record<string, unknown> = {}) {
+    const desk = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    try {
+      const target = { tenant: 'acme', tool: 'refund', key, by: 'ops@acme' };
+      return decision === 'approve'
+        ? await desk.approve({ ...target, ...extra })
+        : await desk.decline({ ...target, reason: 'duplicate refund', ...extra });
+    } finally {
+      await desk.close();
+    }
+  }
+
+  const effects = (key: string) =>
+    backend.sql<{ attempt: number; phase: string; cents: number }>(
+      `SELECT e.attempt, e.phase, e.cents FROM "${schema}".side_effects e
+       WHERE e.pid = ANY($1::int[]) ORDER BY e.attempt, e.phase DESC`,
+      [pids.get(key) ?? []],
+    );
+  const pids = new Map<string, number[]>();
+  const run = (mode: 'once' | 'hang', key: string, cents: number) => {
+    const worker = start(mode, databaseUrl(), schema, key, cents);
+    pids.set(key, [...(pids.get(key) ?? []), worker.child.pid ?? -1]);
+    return worker;
+  };
+  const row = async (key: string) =>
+    (
+      await backend.sql<{ status: string; attempt: number; approval: Record<string, unknown> | null }>(
+        `SELECT status, attempt, approval FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
+        [key],
+      )
+    )[0];
+
+  it.each([
+    ['as asked', undefined, 500],
+    ['with the approver’s edited arguments', { order: 'o_1', cents: 300 }, 300],
+  ])(
+    'approve (%s), kill -9 mid-handler, take over after the lease: one run completes and the approval holds',
+    async (_name, edit, ran) => {
+      const key = edit ? 'k-killed-edited' : 'k-killed';
+      expect(await run('once', key, 500).result).toMatchObject({ error: 'APPROVAL_REQUIRED' });
+      const decision = await decide(key, 'approve', edit ? { arguments: edit, reason: 'partial' } : {});
+      expect(decision.edited ?? false).toBe(edit !== undefined);
+
+      // The approved run starts in a process that dies mid-handler with its 1 s lease held.
+      const victim = run('hang', key, 500);
+      await victim.started;
+      victim.child.kill('SIGKILL');
+      expect(await victim.result).toBeUndefined();
+      const held = await row(key);
+      expect(held?.status).toBe('in_progress');
+      expect(held?.approval).toMatchObject({ decision: 'approved', by: 'ops@acme' });
+
+      // A new process waits out the dead owner's lease, takes the run over, and runs it under the same approval.
+      const takeover = await run('once', key, 500).result;
+      expect(takeover).toMatchObject({
+        outcome: 'approved',
+        attempt: held!.attempt + 1,
+        value: { refunded: ran },
+      });
+      // The handler started twice (the killed attempt and the takeover) and completed once, with what was approved.
+      const seen = await effects(key);
+      expect(seen.filter((e) => e.phase === 'done')).toEqual([
+        { attempt: held!.attempt + 1, phase: 'done', cents: ran },
+      ]);
+      expect(seen.filter((e) => e.phase === 'start').map((e) => e.attempt)).toEqual([
+        held!.attempt,
+        held!.attempt + 1,
+      ]);
+      expect(seen.every((e) => e.cents === ran)).toBe(true);
+      const after = await row(key);
+      expect(after?.status).toBe('succeeded');
+      expect(after?.approval).toMatchObject({
+        decision: 'approved',
+        by: 'ops@acme',
+        fingerprint: decision.fingerprint,
+        approvedFingerprint: decision.approvedFingerprint,
+      });
+
+      // Every later call, from yet another process, replays the result: nothing runs again.
+      expect(await run('once', key, 500).result).toMatchObject({
+        outcome: 'replayed',
+        value: takeover?.value,
+      });
+      expect(await effects(key)).toHaveLength(3);
+    },
+  );
+
+  it('a decline is replayed by a process that never saw the key, and the handler never runs', async () => {
+    const key = 'k-declined';
+    expect(await run('once', key, 500).result).toMatchObject({ error: 'APPROVAL_REQUIRED' });
+    await decide(key, 'decline');
+    // Two fresh processes, one after the other: each reads the decline from the row alone.
+    for (let i = 0; i < 2; i++) {
+      const replay = await run('once', key, 500).result;
+      expect(replay).toMatchObject({ error: 'APPROVAL_DECLINED' });
+      expect(replay?.message).toContain('duplicate refund');
+      expect(replay?.message).toContain('ops@acme');
+    }
+    expect(await effects(key)).toEqual([]);
+    expect((await row(key))?.status).toBe('declined');
+  });
+});
