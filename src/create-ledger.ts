@@ -320,6 +320,8 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
         );
       }
       const created = createTool(runtime, definition);
+      // The approval gauges exist only on a ledger with a tool that asks (docs/telemetry.md).
+      if (definition.approval !== undefined) runtime.observeApprovals();
       tools.set(created.name, {
         input: created.input,
         volatile: omitTreeOf(definition.volatileFields ?? []),

@@ -9,6 +9,31 @@ export interface CallObserver {
   startCall(start: CallStart): CallScope;
   /** Outcomes kept in memory because their completion failed, saved later: +1 kept, -1 saved or dropped. */
   unsavedResults?(tool: string, delta: number): void;
+  /**
+   * Registers the ledger's count of calls awaiting approval, read at each metric collection (the gauges
+   * `tool_ledger.approvals.waiting` and `tool_ledger.approvals.oldest_age`). Returns the unregistration, called
+   * when the ledger closes. The ledger calls it only once some tool has `approval`.
+   */
+  approvalsWaiting?(source: ApprovalsWaitingSource): () => void;
+}
+
+/** One group of calls awaiting approval: a tenant the observer asked for by name, or every other tenant. */
+export interface ApprovalsWaitingGroup {
+  /** The tenant, when it is one of the tenants asked for; undefined for the rest together. */
+  readonly tenant: string | undefined;
+  readonly waiting: number;
+  /** How long the oldest call of the group has waited for a decision, in seconds; 0 when none waits. */
+  readonly oldestSeconds: number;
+}
+
+/** Where the approval gauges read from: the ledger's schema, and one count by group per collection. */
+export interface ApprovalsWaitingSource {
+  readonly schema: string;
+  /**
+   * The calls awaiting a decision now (deadline not passed), grouped by `tenants` (those named apart, the rest in
+   * one group). Bounded: at most `tenants.length + 1` groups.
+   */
+  read(tenants: readonly string[]): Promise<readonly ApprovalsWaitingGroup[]>;
 }
 
 export interface CallStart {

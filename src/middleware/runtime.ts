@@ -31,6 +31,27 @@ export class LedgerRuntime {
     return this.#approvals;
   }
 
+  #approvalsObserved = false;
+
+  /**
+   * Hands telemetry the ledger's count of calls awaiting approval (the approval gauges), once, when the first tool
+   * with `approval` is made: a ledger without one registers nothing and runs no count. Removed when the ledger
+   * closes.
+   */
+  observeApprovals(): void {
+    if (this.#approvalsObserved) return;
+    this.#approvalsObserved = true;
+    try {
+      const remove = this.observer.approvalsWaiting?.({
+        schema: this.config.schema,
+        read: (tenants) => this.approvals.countAwaiting(tenants),
+      });
+      if (remove) this.abortOnClose(remove);
+    } catch {
+      // Telemetry never changes what the ledger does.
+    }
+  }
+
   /** The leases of handlers running now, renewed from one timer. */
   readonly leases = new LeaseKeeper();
 

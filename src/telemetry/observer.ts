@@ -1,4 +1,5 @@
 import type { CallObserver } from '../contract/observer.js';
+import { ApprovalGauges } from './approval-gauges.js';
 import { boundedCache, boundedPairCache } from './bounded-cache.js';
 import { OtelCallScope } from './call-scope.js';
 import { cachedKeyAttributes, resolveSecret } from './key-attributes.js';
@@ -42,8 +43,9 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
   const head = (tool: unknown, outcome: unknown) =>
     scrubRepeated(`${SPAN_NAME_PREFIX} ${String(tool)} ${String(outcome)}`);
   const stringHead = boundedPairCache(head);
+  const approvalGauges = new ApprovalGauges(options.metricTenants ?? []);
   const config: ObserverConfig = {
-    signals: createSignals(options),
+    signals: createSignals(options, (provider) => approvalGauges.attach(provider)),
     redactor,
     captureContent: options.captureContent === true,
     maxContentLength,
@@ -75,5 +77,6 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
       safeExecute('unsaved-results metric', () => {
         config.signals.instruments().unsavedResults.add(delta, { [ATTR.GEN_AI_TOOL_NAME]: tool });
       }),
+    approvalsWaiting: (source) => approvalGauges.add(source, config.signals.meterProvider()),
   };
 }

@@ -1,4 +1,4 @@
-import { metrics, type Tracer, type TracerProvider, trace } from '@opentelemetry/api';
+import { type MeterProvider, metrics, type Tracer, type TracerProvider, trace } from '@opentelemetry/api';
 import type { Logger, LoggerProvider } from '@opentelemetry/api-logs';
 import { createInstruments, type Instruments } from './instruments.js';
 import { loadLogsApi } from './logs-api.js';
@@ -25,18 +25,32 @@ function memoByProvider<P extends object, T>(build: (provider: P) => T): (provid
 
 export interface Signals {
   tracer(): Tracer;
+  /** The meter provider in use now: the configured one, or the global one looked up at each call. */
+  meterProvider(): MeterProvider;
   instruments(): Instruments;
   /** Undefined when @opentelemetry/api-logs is not installed. */
   logger(): Logger | undefined;
 }
 
-export function createSignals(options: TelemetryOptions): Signals {
+/**
+ * `onMeterProvider` is told of each meter provider the instruments are made for (the first one, and each one
+ * registered later), so that instruments outside `Instruments` follow the provider too.
+ */
+export function createSignals(
+  options: TelemetryOptions,
+  onMeterProvider?: (provider: MeterProvider) => void,
+): Signals {
   const tracerFor = memoByProvider((provider: TracerProvider) => provider.getTracer(INSTRUMENTATION_SCOPE));
-  const instrumentsFor = memoByProvider(createInstruments);
+  const instrumentsFor = memoByProvider((provider: MeterProvider) => {
+    onMeterProvider?.(provider);
+    return createInstruments(provider);
+  });
+  const meterProvider = () => options.meterProvider ?? metrics.getMeterProvider();
   const loggerFor = memoByProvider((provider: LoggerProvider) => provider.getLogger(INSTRUMENTATION_SCOPE));
   return {
     tracer: () => tracerFor(options.tracerProvider ?? trace.getTracerProvider()),
-    instruments: () => instrumentsFor(options.meterProvider ?? metrics.getMeterProvider()),
+    meterProvider,
+    instruments: () => instrumentsFor(meterProvider()),
     logger: () => {
       if (options.loggerProvider) return loggerFor(options.loggerProvider);
       const api = loadLogsApi();

@@ -39,6 +39,8 @@ export const ATTR = {
   ERROR_CODE: 'tool_ledger.error.code',
   STEP_NAME: 'tool_ledger.step.name',
   STEP_OUTCOME: 'tool_ledger.step.outcome',
+  /** The ledger's schema, on the approval gauges only: they count a schema's rows, not this process's calls. */
+  LEDGER_SCHEMA: 'tool_ledger.ledger.schema',
 } as const;
 
 /** The span of one recorded step (`ctx.step`), a child of the call's span: `step {name}`. */
@@ -61,6 +63,8 @@ export const METRIC = {
   LEDGER_OPERATION_DURATION: 'tool_ledger.ledger.operation.duration',
   RUNS_IN_FLIGHT: 'tool_ledger.runs.in_flight',
   UNSAVED_RESULTS: 'tool_ledger.results.unsaved',
+  APPROVALS_WAITING: 'tool_ledger.approvals.waiting',
+  APPROVALS_OLDEST_AGE: 'tool_ledger.approvals.oldest_age',
 } as const;
 
 /**
@@ -76,6 +80,8 @@ export const PROMETHEUS_METRIC = {
   LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration_seconds',
   RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
   UNSAVED_RESULTS: 'tool_ledger_results_unsaved',
+  APPROVALS_WAITING: 'tool_ledger_approvals_waiting',
+  APPROVALS_OLDEST_AGE: 'tool_ledger_approvals_oldest_age_seconds',
 } as const;
 
 /**
@@ -89,6 +95,8 @@ export const PROMETHEUS_METRIC_IN_PROCESS = {
   LEDGER_OPERATION_DURATION: 'tool_ledger_ledger_operation_duration',
   RUNS_IN_FLIGHT: 'tool_ledger_runs_in_flight',
   UNSAVED_RESULTS: 'tool_ledger_results_unsaved',
+  APPROVALS_WAITING: 'tool_ledger_approvals_waiting',
+  APPROVALS_OLDEST_AGE: 'tool_ledger_approvals_oldest_age',
 } as const;
 
 /**

@@ -129,13 +129,17 @@ LIMIT $3::integer`;
 }
 
 /**
- * How many calls await a decision, and the oldest one's age in seconds (the gauge and its alert). A full read of
- * the awaiting rows: no index is added for it, so a first execution pays nothing, and the gauge is read once per
- * export interval.
+ * How many calls await a decision, and the oldest one's age in seconds (the approval gauges and their alert), by
+ * tenant for the tenants named in $1 (a text array: the telemetry's `metricTenants`) and as one group (tenant
+ * NULL) for every other: at most one row more than $1 has elements, whatever the number of tenants. A full read
+ * of the awaiting rows: no index is added for it, so a first execution pays nothing, and it runs once per metric
+ * collection.
  */
 export function countAwaitingSql(schema: string): string {
-  return `SELECT count(*)::integer AS waiting,
+  return `SELECT CASE WHEN r.tenant_id = ANY($1::text[]) THEN r.tenant_id END AS tenant,
+  count(*)::integer AS waiting,
   coalesce(extract(epoch FROM now() - min(r.updated_at)), 0)::float8 AS oldest_seconds
 FROM ${runsTable(schema)} r
-WHERE r.status = 'awaiting_approval' AND r.approval_deadline > now()`;
+WHERE r.status = 'awaiting_approval' AND r.approval_deadline > now()
+GROUP BY 1`;
 }

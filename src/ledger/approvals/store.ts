@@ -251,16 +251,33 @@ export class ApprovalStore {
     );
   }
 
-  /** How many calls await a decision, and for how long the oldest has. */
-  async countAwaiting(): Promise<{ readonly waiting: number; readonly oldestSeconds: number }> {
-    const rows = await this.#query<{ waiting: number; oldest_seconds: number }>(
+  /**
+   * How many calls await a decision, and for how long the oldest has, by tenant for `tenants` and as one group
+   * (tenant undefined) for the others. The group of the others is always there, 0 when none waits.
+   */
+  async countAwaiting(tenants: readonly string[]): Promise<AwaitingCount[]> {
+    const rows = await this.#query<{ tenant: string | null; waiting: number; oldest_seconds: number }>(
       this.#driver,
       this.#sql.count,
-      [],
+      [[...tenants]],
       'count the calls awaiting approval',
     );
-    return { waiting: Number(rows[0]?.waiting ?? 0), oldestSeconds: Number(rows[0]?.oldest_seconds ?? 0) };
+    const counts = rows.map((r) => ({
+      tenant: r.tenant ?? undefined,
+      waiting: Number(r.waiting),
+      oldestSeconds: Number(r.oldest_seconds),
+    }));
+    if (!counts.some((c) => c.tenant === undefined))
+      counts.push({ tenant: undefined, waiting: 0, oldestSeconds: 0 });
+    return counts;
   }
+}
+
+/** One group of `countAwaiting`. */
+export interface AwaitingCount {
+  readonly tenant: string | undefined;
+  readonly waiting: number;
+  readonly oldestSeconds: number;
 }
 
 function statements(schema: string) {

@@ -29,6 +29,11 @@ describe('Prometheus names', () => {
     scope.handlerFinished();
     scope.end({ outcome: 'executed', executionSeconds: 0.1, waitedMs: 5 });
     observer.unsavedResults?.('send_invoice', 1);
+    // A ledger with an approval tool hands the observer its count of calls awaiting a decision.
+    observer.approvalsWaiting?.({
+      schema: 'tool_ledger',
+      read: async () => [{ tenant: undefined, waiting: 1, oldestSeconds: 30 }],
+    });
 
     // Act
     const { resourceMetrics } = await reader.collect();
@@ -46,6 +51,8 @@ describe('Prometheus names', () => {
         `${names.LEDGER_OPERATION_DURATION} histogram`,
         `${names.RUNS_IN_FLIGHT} gauge`,
         `${names.UNSAVED_RESULTS} gauge`,
+        `${names.APPROVALS_WAITING} gauge`,
+        `${names.APPROVALS_OLDEST_AGE} gauge`,
       ]),
     );
     expect(text).toMatch(/tool_ledger_tool_calls_total\{[^}]*tool_ledger_idempotency_outcome="executed"/);
@@ -59,7 +66,7 @@ describe('Prometheus names', () => {
     // The Collector and Prometheus's OTLP receiver append `_seconds` for unit `s`; counters get `_total` in both.
     for (const key of Object.keys(METRIC) as (keyof typeof METRIC)[]) {
       const inProcess = PROMETHEUS_METRIC_IN_PROCESS[key];
-      const seconds = key.endsWith('DURATION');
+      const seconds = key.endsWith('DURATION') || key === 'APPROVALS_OLDEST_AGE';
       expect(PROMETHEUS_METRIC[key]).toBe(seconds ? `${inProcess}_seconds` : inProcess);
       expect(inProcess.replace(/_total$/, '')).toBe(METRIC[key].replace(/\./g, '_'));
     }
