@@ -148,6 +148,7 @@ describe.skipIf(noPrometheus)('a real Prometheus scraping real tool calls', () =
     };
     const rules = body.data.groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.name).sort()).toEqual([
+      'ToolLedgerApprovalWaiting',
       'ToolLedgerConflictSpike',
       'ToolLedgerFailureRateHigh',
       'ToolLedgerInProgressPileup',
