@@ -13,13 +13,13 @@ import {
   approvalRuleThrew,
   approvedArgumentsInvalid,
 } from './approval-messages.js';
-import { ApprovalWait } from './approval-wait.js';
 import type { CallEnd } from './call-end.js';
 import type { ClaimCall } from './execution.js';
 import { toStoredError } from './failures.js';
 import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
 import type { Handler, Next } from './verdict-handler.js';
+import { DECISION_BACKOFF, Waiter } from './wait.js';
 
 /** What the approval gate of one tool needs, resolved once per tool (config/tool.ts). */
 export interface ApprovalSettings {
@@ -76,11 +76,13 @@ export function declineOf(stored: StoredError | null): ApprovalDecision {
  */
 export function approvalHandlers(settings: ApprovalSettings, run: RunWon): ApprovalHandlers {
   const { name, runtime, rule } = settings;
-  const waits = new WeakMap<ClaimCall, ApprovalWait>();
-  const waitOf = (call: ClaimCall): ApprovalWait => {
+  // A call's wait for a decision has its own budget (approvalWaitSeconds), counted from its first pending answer.
+  const waits = new WeakMap<ClaimCall, Waiter>();
+  const waitOf = (call: ClaimCall): Waiter => {
     let wait = waits.get(call);
     if (!wait) {
-      wait = new ApprovalWait(runtime.notifier, settings.approvalWaitMs, call.context.signal);
+      const bounds = { budgetMs: settings.approvalWaitMs, ...DECISION_BACKOFF };
+      wait = new Waiter(runtime.notifier, bounds, call.context.signal);
       waits.set(call, wait);
     }
     return wait;
@@ -90,7 +92,7 @@ export function approvalHandlers(settings: ApprovalSettings, run: RunWon): Appro
   const pending = async (call: ClaimCall, runId: string, deadline: Date, since: number): Promise<Next> => {
     if (settings.approvalWaitMs > 0) {
       const wait = waitOf(call);
-      if (await wait.wait(runId, since)) {
+      if (await wait.wait(runId, { since })) {
         call.waiter.noteRetry();
         return 'wait';
       }

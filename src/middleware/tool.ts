@@ -34,7 +34,7 @@ import { inputNotJson, keyRequired } from './messages.js';
 import { runRead } from './read.js';
 import type { LedgerRuntime } from './runtime.js';
 import { validateInput } from './validate.js';
-import { Waiter } from './wait.js';
+import { RUN_BACKOFF, Waiter } from './wait.js';
 
 /** The context argument of `call` and `invoke`: optional for read tools, with a required key otherwise. */
 export type ContextArgs<TKind extends ToolKind> = TKind extends 'read'
@@ -196,7 +196,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       context,
       scope,
       facts,
-      waiter: new Waiter(notifier, tool.waitMs, context.signal),
+      waiter: new Waiter(notifier, { budgetMs: tool.waitMs, ...RUN_BACKOFF }, context.signal),
     });
   };
 
