@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { type ResolvedToolConfig, resolveToolConfig } from '../config/tool.js';
+import type { ApprovalRule } from '../contract/approval.js';
 import { type OmitTree, omitTreeOf } from '../contract/canonical-json.js';
 import { parameterHash } from '../contract/fingerprint.js';
 import { NotJsonError } from '../contract/json.js';
@@ -52,6 +53,11 @@ interface ToolBase<TCallInput, TValue, TKind extends ToolKind, TArgs extends unk
   readonly destructive: boolean;
   /** The Standard Schema validator, for adapters that publish a JSON schema. */
   readonly input: StandardSchemaV1 | undefined;
+  /**
+   * The tool's `approval` option ('required' or a rule of the input), undefined without one: adapters read it to
+   * hand a call to their SDK's own approval flow (the AI SDK's `needsApproval`, the Agents SDK's interruptions).
+   */
+  readonly approval: ApprovalRule | undefined;
   call(input: TCallInput, ...context: TArgs): Promise<TValue>;
   invoke(input: TCallInput, ...context: TArgs): Promise<InvokeReport<TValue>>;
 }
@@ -264,6 +270,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     title: tool.title,
     destructive: tool.destructive,
     input: tool.input,
+    approval: tool.approval,
     invoke,
     call,
     ...(kind === 'job' ? { getJob: jobLookup(runtime, name) } : {}),

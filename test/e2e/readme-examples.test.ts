@@ -55,6 +55,8 @@ function consumer(mode: Mode, files: Record<string, string>): string {
   mkdirSync(join(dir, 'node_modules/@types'), { recursive: true });
   symlinkSync(root, join(dir, 'node_modules/tool-ledger'), 'dir');
   symlinkSync(join(root, 'node_modules/zod'), join(dir, 'node_modules/zod'), 'dir');
+  // The AI SDK approval example imports `ai`, as a user of `tool-ledger/ai-sdk` has it installed.
+  symlinkSync(join(root, 'node_modules/ai'), join(dir, 'node_modules/ai'), 'dir');
   symlinkSync(join(root, 'node_modules/@types/node'), join(dir, 'node_modules/@types/node'), 'dir');
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;

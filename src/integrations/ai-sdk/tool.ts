@@ -9,6 +9,7 @@ import {
   runnerKey,
   stringField,
 } from '../shared/adapter-tool.js';
+import { HeldReports, hasApproval, registerCall } from '../shared/approvals.js';
 import { ReplayNotes, withModelMessage } from '../shared/model-error.js';
 import { errorText, replayNotice, type TextSubject } from '../shared/model-text.js';
 
@@ -71,6 +72,45 @@ function toolContext(options: AiSdkExecution): unknown {
   return options.context ?? options.experimental_context;
 }
 
+/** What `recordAiApprovals` needs of a tool this adapter made: the ledger tool and how its calls are keyed. */
+export interface AiToolBinding {
+  readonly ledgerTool: AdapterTool;
+  /** The ledger's tenant and key of one tool call, as the tool's execute derives them. */
+  readonly target: (execution: AiSdkExecution) => {
+    readonly tenant: string | undefined;
+    readonly key: string;
+  };
+}
+
+const bindings = new WeakMap<object, AiToolBinding>();
+
+/** The binding of a tool `ledgerAiTool` made, or undefined for any other tool. */
+export function aiToolBinding(tool: unknown): AiToolBinding | undefined {
+  return tool !== null && typeof tool === 'object' ? bindings.get(tool) : undefined;
+}
+
+/** Whether the history already holds an approval request for this tool call: the SDK is checking it again. */
+function approvalRequested(messages: unknown, toolCallId: string): boolean {
+  if (!Array.isArray(messages)) return false;
+  return messages.some(
+    (message) =>
+      message?.role === 'assistant' &&
+      Array.isArray(message.content) &&
+      message.content.some(
+        (part: { type?: unknown; toolCallId?: unknown }) =>
+          part?.type === 'tool-approval-request' && part.toolCallId === toolCallId,
+      ),
+  );
+}
+
+/** The second argument of `needsApproval`, in both majors (ai 7: `context`; ai 6: `experimental_context`). */
+interface ApprovalCheck {
+  readonly toolCallId: string;
+  readonly messages?: unknown;
+  readonly context?: unknown;
+  readonly experimental_context?: unknown;
+}
+
 const fromContext =
   (field: string): AiSdkResolver =>
   (options) =>
@@ -106,34 +146,66 @@ export function ledgerAiTool(
   };
   const notes = new ReplayNotes();
 
-  return tool<Record<string, unknown>, unknown>({
+  const callContext = (execution: AiSdkExecution): CallContext & { key: string | undefined } => {
+    let key: string | undefined;
+    if (ledgerTool.kind !== 'read') {
+      const conversation = conversationId(execution);
+      if (conversation === undefined) {
+        // Not a key from the tool call id alone: mock and some real providers reuse ids across conversations.
+        throw new ToolLedgerError(
+          'KEY_REQUIRED',
+          `Tool "${name}" needs a conversation id to derive its idempotency key: pass ledgerAiTool(tool, { conversationId }), or give the generation toolsContext: { ${JSON.stringify(name)}: { conversationId } } (ai 7) or experimental_context: { conversationId } (ai 6).`,
+        );
+      }
+      key = runnerKey(conversation, execution.toolCallId, name);
+    }
+    return {
+      key,
+      tenant: tenant(execution),
+      user: user(execution),
+      toolCallId: execution.toolCallId,
+      signal: execution.abortSignal,
+    };
+  };
+  // Reports of calls the approval check already ran (an input that needed no approval), by key.
+  const held = new HeldReports();
+
+  /**
+   * The SDK's approval check. The first time it sees a tool call, the call goes to the ledger, which records the
+   * fingerprint of these arguments and answers whether a person must decide: from then on no approval response
+   * can make other arguments run. When the SDK checks again before running a call that was approved (the
+   * history holds the request), the answer is yes: execute then asks the ledger, which runs the call only if the
+   * decision recorded there (`recordAiApprovals`) approved it.
+   */
+  const needsApproval = async (input: unknown, check: ApprovalCheck): Promise<boolean> => {
+    if (approvalRequested(check.messages, check.toolCallId)) return true;
+    let context: ReturnType<typeof callContext>;
+    try {
+      context = callContext(check);
+    } catch (error) {
+      // No key: execute throws the same error, for the model.
+      if (error instanceof ToolLedgerError) return false;
+      throw error;
+    }
+    const registration = await registerCall(ledgerTool, input, context);
+    if (registration.kind === 'answered' && context.key !== undefined)
+      held.set(context.key, registration.report);
+    return registration.kind === 'awaiting';
+  };
+
+  const made = tool<Record<string, unknown>, unknown>({
     ...(described.description === undefined ? {} : { description: described.description }),
     ...(described.title === undefined ? {} : { title: described.title }),
     // No validator here: the ledger tool validates, so bad input comes back as INPUT_INVALID with its code.
     inputSchema: jsonSchema<Record<string, unknown>>(described.schema),
+    ...(hasApproval(ledgerTool) ? { needsApproval: needsApproval as never } : {}),
     async execute(input, executionOptions) {
       const execution = executionOptions as AiSdkExecution;
       try {
-        let key: string | undefined;
-        if (ledgerTool.kind !== 'read') {
-          const conversation = conversationId(execution);
-          if (conversation === undefined) {
-            // Not a key from the tool call id alone: mock and some real providers reuse ids across conversations.
-            throw new ToolLedgerError(
-              'KEY_REQUIRED',
-              `Tool "${name}" needs a conversation id to derive its idempotency key: pass ledgerAiTool(tool, { conversationId }), or give the generation toolsContext: { ${JSON.stringify(name)}: { conversationId } } (ai 7) or experimental_context: { conversationId } (ai 6).`,
-            );
-          }
-          key = runnerKey(conversation, execution.toolCallId, name);
-        }
-        const context: CallContext = {
-          key,
-          tenant: tenant(execution),
-          user: user(execution),
-          toolCallId: execution.toolCallId,
-          signal: execution.abortSignal,
-        };
-        const report = await ledgerTool.invoke(input, context);
+        const context = callContext(execution);
+        const report =
+          (context.key === undefined ? undefined : held.take(context.key)) ??
+          (await ledgerTool.invoke(input, context));
         const notice = replayNotice(name, report);
         if (notice !== undefined) notes.set(execution.toolCallId, notice);
         return report.value;
@@ -148,4 +220,12 @@ export function ledgerAiTool(
       return { type: 'text', value: note === undefined ? json : `${note}\n${json}` };
     },
   });
+  bindings.set(made, {
+    ledgerTool,
+    target: (execution) => {
+      const context = callContext(execution);
+      return { tenant: context.tenant, key: context.key as string };
+    },
+  });
+  return made;
 }

@@ -11,7 +11,8 @@ import {
   runnerKey,
   stringField,
 } from '../shared/adapter-tool.js';
-import { errorText, type KeyVoice, resultText } from '../shared/model-text.js';
+import { HeldReports, hasApproval, registerCall } from '../shared/approvals.js';
+import { errorText, type KeyVoice, resultText, wasReplayed } from '../shared/model-text.js';
 
 /** What the SDK passes a tool besides its input: the tool call being executed, when there is one. */
 export interface AgentsToolCall {
@@ -61,9 +62,11 @@ export interface LedgerFunctionToolOptions<TContext = unknown> {
    */
   readonly keyArgument?: string | false;
   /**
-   * Whether a human must approve each call before it runs (the SDK's `needsApproval`). A run interrupted for
-   * approval and resumed from its serialized state keeps the tool call id, hence the key.
-   * @default false
+   * Whether a human must approve each call before it runs (the SDK's `needsApproval`), for a ledger tool without
+   * `approval`: the approval then lives in the run state only. A ledger tool with `approval` needs no setting
+   * here: the ledger decides, and the decision is recorded with `approveInterruption`/`rejectInterruption`. A
+   * run interrupted for approval and resumed from its serialized state keeps the tool call id, hence the key.
+   * @default false (true in effect for a ledger tool with `approval`, when the ledger says so)
    */
   readonly needsApproval?: boolean;
   /**
@@ -71,6 +74,30 @@ export interface LedgerFunctionToolOptions<TContext = unknown> {
    * @default derived from the ledger tool's input schema
    */
   readonly inputJsonSchema?: Record<string, unknown>;
+}
+
+/** The ledger's view of one tool call: its key, the input without the key argument, and how to name the key. */
+interface KeyedCall {
+  readonly context: CallContext;
+  readonly callInput: unknown;
+  readonly voice: KeyVoice;
+}
+
+/** What `approveInterruption` needs of a tool this adapter made: the ledger tool and how its calls are keyed. */
+export interface AgentsToolBinding {
+  readonly ledgerTool: AdapterTool;
+  readonly keyed: (
+    input: unknown,
+    runContext: RunContext<unknown> | undefined,
+    toolCall: AgentsToolCall | undefined,
+  ) => KeyedCall;
+}
+
+const bindings = new WeakMap<object, AgentsToolBinding>();
+
+/** The binding of a tool `ledgerFunctionTool` made, or undefined for any other tool. */
+export function agentsToolBinding(tool: unknown): AgentsToolBinding | undefined {
+  return tool !== null && typeof tool === 'object' ? bindings.get(tool) : undefined;
 }
 
 function fromRunContext<TContext>(field: string): AgentsResolver<TContext> {
@@ -115,58 +142,99 @@ export function ledgerFunctionTool<TContext = unknown>(
   // model sent is "this idempotency_key"; one derived from the call id is "this tool call".
   const voices = new WeakMap<object, KeyVoice>();
 
-  return tool<never, TContext, unknown>({
+  /** The key, in order: the model's key argument (scoped to the conversation), else the tool call's own. */
+  const keyed = (
+    input: unknown,
+    runContext: RunContext<TContext> | undefined,
+    toolCall: AgentsToolCall | undefined,
+  ): KeyedCall => {
+    const conversation = conversationId(runContext, toolCall);
+    let key: string | undefined;
+    let voice: KeyVoice = kind === 'read' ? { kind: 'none' } : { kind: 'call' };
+    // Anything but an object goes to the ledger as it came, so its validator reports it as INPUT_INVALID.
+    let callInput: unknown = input;
+    if (kind !== 'read') {
+      let modelKey: unknown;
+      if (keyField !== false && isRecord(input)) {
+        const { [keyField]: sent, ...rest } = input;
+        modelKey = sent;
+        callInput = rest;
+      }
+      if (modelKey !== undefined && keyField !== false) voice = { kind: 'argument', field: keyField };
+      try {
+        boundedKey(modelKey, name);
+      } catch (error) {
+        if (error instanceof ToolLedgerError) voices.set(error, voice);
+        throw error;
+      }
+      if (typeof modelKey === 'string' && modelKey.length > 0) {
+        key =
+          conversation === undefined
+            ? modelKey
+            : deriveKey({ runId: conversation, tool: name, step: `key:${modelKey}` });
+      } else if (modelKey !== undefined) {
+        // Not a usable key: let the ledger refuse it with KEY_INVALID rather than silently deriving one.
+        key = modelKey as string;
+      } else {
+        key = runnerKey(conversation ?? 'openai-agents', toolCall?.callId, name);
+      }
+    }
+    const context: CallContext = {
+      key,
+      tenant: tenant(runContext, toolCall),
+      user: user(runContext, toolCall),
+      toolCallId: toolCall?.callId,
+    };
+    return { context, callInput, voice };
+  };
+  // Reports of calls the approval check already ran (an input that needed no approval), by key.
+  const held = new HeldReports();
+
+  /**
+   * The SDK asks once per tool call, before any approval is in the run state: the call goes to the ledger, which
+   * records the fingerprint of these arguments and answers whether a person must decide. A run state approved
+   * later (on the client, altered or not) can then only run these arguments: the ledger compares fingerprints.
+   */
+  const ledgerApproval = async (
+    runContext: RunContext<TContext>,
+    input: unknown,
+    callId: string | undefined,
+  ): Promise<boolean> => {
+    let call: KeyedCall;
+    try {
+      call = keyed(input, runContext, { callId });
+    } catch (error) {
+      if (error instanceof ToolLedgerError) return false;
+      throw error;
+    }
+    const registration = await registerCall(ledgerTool, call.callInput, call.context);
+    if (registration.kind === 'answered' && typeof call.context.key === 'string')
+      held.set(call.context.key, registration.report);
+    return registration.kind === 'awaiting';
+  };
+
+  const made = tool<never, TContext, unknown>({
     name,
     description: described.description ?? '',
     // Not strict: strict mode would force the optional key argument, and the ledger validates the input anyway.
     parameters: described.schema as never,
     strict: false,
-    needsApproval: options.needsApproval ?? false,
+    needsApproval: hasApproval(ledgerTool) ? (ledgerApproval as never) : (options.needsApproval ?? false),
     async execute(
       input: unknown,
       runContext?: RunContext<TContext>,
       details?: { toolCall?: AgentsToolCall; signal?: AbortSignal },
     ) {
-      const toolCall = details?.toolCall;
-      const conversation = conversationId(runContext, toolCall);
-      let key: string | undefined;
-      let voice: KeyVoice = kind === 'read' ? { kind: 'none' } : { kind: 'call' };
-      // Anything but an object goes to the ledger as it came, so its validator reports it as INPUT_INVALID.
-      let callInput: unknown = input;
+      const call = keyed(input, runContext, details?.toolCall);
       try {
-        if (kind !== 'read') {
-          let modelKey: unknown;
-          if (keyField !== false && isRecord(input)) {
-            const { [keyField]: sent, ...rest } = input;
-            modelKey = sent;
-            callInput = rest;
-          }
-          if (modelKey !== undefined && keyField !== false) voice = { kind: 'argument', field: keyField };
-          boundedKey(modelKey, name);
-          if (typeof modelKey === 'string' && modelKey.length > 0) {
-            key =
-              conversation === undefined
-                ? modelKey
-                : deriveKey({ runId: conversation, tool: name, step: `key:${modelKey}` });
-          } else if (modelKey !== undefined) {
-            // Not a usable key: let the ledger refuse it with KEY_INVALID rather than silently deriving one.
-            key = modelKey as string;
-          } else {
-            key = runnerKey(conversation ?? 'openai-agents', toolCall?.callId, name);
-          }
-        }
-        const context: CallContext = {
-          key,
-          tenant: tenant(runContext, toolCall),
-          user: user(runContext, toolCall),
-          toolCallId: toolCall?.callId,
-          signal: details?.signal,
-        };
-        const report = await ledgerTool.invoke(callInput, context);
+        const key = call.context.key;
+        const report =
+          (typeof key === 'string' ? held.take(key) : undefined) ??
+          (await ledgerTool.invoke(call.callInput, { ...call.context, signal: details?.signal }));
         // The SDK hands the model the tool's output as text; a replay says so first.
-        return report.outcome === 'executed' ? report.value : resultText(name, report);
+        return wasReplayed(report.outcome) ? resultText(name, report) : report.value;
       } catch (error) {
-        if (error instanceof ToolLedgerError) voices.set(error, voice);
+        if (error instanceof ToolLedgerError) voices.set(error, call.voice);
         throw error;
       }
     },
@@ -177,4 +245,6 @@ export function ledgerFunctionTool<TContext = unknown>(
       return `An error occurred while running the tool. Error: ${error instanceof Error ? error.message : String(error)}`;
     },
   });
+  bindings.set(made, { ledgerTool, keyed: keyed as AgentsToolBinding['keyed'] });
+  return made;
 }
