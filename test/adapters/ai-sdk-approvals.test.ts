@@ -1,4 +1,4 @@
-import { generateText, type ModelMessage, stepCountIs } from 'ai';
+import { generateText, type ModelMessage, simulateReadableStream, stepCountIs, streamText } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -235,5 +235,54 @@ describe('AI SDK approvals recorded in the ledger', () => {
     const outputs = result.steps.flatMap((s) => s.toolResults.map((r) => r.output));
     expect(outputs).toEqual([{ refunded: 500 }]);
     expect(refunds).toEqual([{ order: 'F-1', cents: 500 }]);
+  });
+
+  it('works the same through streamText: the stream stops at the request, the approved call runs once', async () => {
+    refunds.length = 0;
+    conversation++;
+    type StreamStep = Awaited<ReturnType<MockLanguageModelV3['doStream']>>;
+    const streamed = (...chunks: unknown[]): StreamStep =>
+      ({
+        stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...chunks] }),
+      }) as StreamStep;
+    const finish = (unified: string) => ({ type: 'finish', finishReason: { unified, raw: unified }, usage });
+    const prompts: unknown[][] = [];
+    const turns = [
+      streamed(
+        {
+          type: 'tool-call',
+          toolCallId: 'call_s',
+          toolName: 'refund',
+          input: JSON.stringify({ order: 'S-1', cents: 70_000 }),
+        },
+        finish('tool-calls'),
+      ),
+      streamed(
+        { type: 'text-start', id: 't' },
+        { type: 'text-delta', id: 't', delta: 'done' },
+        { type: 'text-end', id: 't' },
+        finish('stop'),
+      ),
+    ];
+    const model = new MockLanguageModelV3({
+      doStream: async (options) => {
+        prompts.push(options.prompt as unknown[]);
+        const turn = turns.shift();
+        if (!turn) throw new Error('script exhausted');
+        return turn;
+      },
+    });
+    const prompt: ModelMessage[] = [{ role: 'user', content: 'refund S-1' }];
+    const asked = streamText({ model, messages: prompt, tools, stopWhen: stepCountIs(3) });
+    const requests = (await asked.content).filter((part) => part.type === 'tool-approval-request');
+    const history = [...prompt, ...(await asked.response).messages] as ModelMessage[];
+    expect(refunds).toEqual([]);
+
+    const messages = [...history, answer(approvalIdOf(requests), true)];
+    await recordAiApprovals(ledger, { messages, tools, by: 'carol@support' });
+    const resumed = streamText({ model, messages, tools, stopWhen: stepCountIs(2) });
+    expect(await resumed.text).toBe('done');
+    expect(JSON.stringify(prompts.at(-1))).toContain('{\\"refunded\\":70000}');
+    expect(refunds).toEqual([{ order: 'S-1', cents: 70_000 }]);
   });
 });
