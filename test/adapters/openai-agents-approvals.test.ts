@@ -83,6 +83,8 @@ const postgres = postgresBackend();
 let ledger: Ledger;
 const refunds: Array<{ order: string; cents: number }> = [];
 let refundTool: ReturnType<typeof ledgerFunctionTool<AppContext>>;
+const payouts: Array<{ order: string; cents: number }> = [];
+let payoutTool: ReturnType<typeof ledgerFunctionTool<AppContext>>;
 
 beforeAll(async () => {
   ledger = await postgres.open();
@@ -97,13 +99,25 @@ beforeAll(async () => {
     },
   });
   refundTool = ledgerFunctionTool<AppContext>(refund);
+  const payout = ledger.tool({
+    name: 'payout',
+    kind: 'mutation',
+    input: z.object({ order: z.string(), cents: z.number().int() }),
+    // Small payouts run at once; larger ones wait for a person.
+    approval: (input: { cents: number }) => input.cents > 10_000,
+    handler: async (input) => {
+      payouts.push(input);
+      return { paid: input.cents };
+    },
+  });
+  payoutTool = ledgerFunctionTool<AppContext>(payout);
 });
 
 const agentWith = (...turns: Turn[]) =>
   new Agent<AppContext>({ name: 'support', model: new ScriptedModel(turns), tools: [refundTool] });
 
 /** A run that stops at the approval of one refund; answers its state and interruption. */
-async function interrupted(conversationId: string, args: { order: string; cents: number }) {
+async function interrupted(conversationId: string, args: Readonly<Record<string, unknown>>) {
   const result = await run(agentWith(callRefund('call_r', args), say('done')), 'refund it', {
     context: { conversationId, tenant: 'acme', user: 'u-1' },
   });
@@ -186,5 +200,45 @@ describe('Agents SDK interruptions recorded in the ledger', () => {
     expect(state.getInterruptions()).toHaveLength(1);
     // Nothing approved in the state: the approval entries (whatever their shape) name no call.
     expect(state.toString()).not.toMatch(/"approved":\["call_r"\]/);
+  });
+
+  it('asks nothing for a call the approval function lets through: it runs once, with no interruption', async () => {
+    const agent = new Agent<AppContext>({
+      name: 'support',
+      model: new ScriptedModel([
+        [
+          {
+            type: 'function_call',
+            callId: 'call_p',
+            name: 'payout',
+            arguments: '{"order":"P-1","cents":500}',
+            status: 'completed',
+          },
+        ],
+        say('done'),
+      ]),
+      tools: [payoutTool],
+    });
+    const result = await run(agent, 'pay it', {
+      context: { conversationId: 'conv-6', tenant: 'acme', user: 'u-1' },
+    });
+    expect(result.interruptions ?? []).toEqual([]);
+    expect(toolOutputs(result)).toEqual([JSON.stringify({ paid: 500 })]);
+    expect(payouts).toEqual([{ order: 'P-1', cents: 500 }]);
+  });
+
+  it('binds the decision to the key the model sent, scoped to the conversation', async () => {
+    refunds.length = 0;
+    const args = { order: 'G-1', cents: 60_000, idempotency_key: 'refund-g1' };
+    const { state, interruption } = await interrupted('conv-7', args);
+    await approveInterruption(ledger, state, interruption, { by: 'alice' });
+    expect(toolOutputs(await resume(state.toString()))).toEqual([JSON.stringify({ refunded: 60_000 })]);
+    // The same key sent in another conversation is another call: it waits for its own approval.
+    const other = await interrupted('conv-8', args);
+    other.state.approve(other.interruption);
+    expect(toolOutputs(await resume(other.state.toString()))).toEqual([
+      expect.stringMatching(/^APPROVAL_REQUIRED/),
+    ]);
+    expect(refunds).toEqual([{ order: 'G-1', cents: 60_000 }]);
   });
 });
