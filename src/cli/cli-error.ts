@@ -10,6 +10,13 @@ export const EXIT = {
   USAGE: 2,
   /** `inspect` found no run for the key. */
   NOT_FOUND: 3,
+  /**
+   * `approve`/`decline`: the ledger refused the decision, nothing was recorded: the call awaits none (another status,
+   * no run, past its deadline) or another person decided first (the message names who).
+   */
+  REFUSED: 4,
+  /** `audit --verify`: a chain does not hold (an entry deleted or altered); the message names the first. */
+  BROKEN: 5,
 } as const;
 
 export class CliError extends Error {

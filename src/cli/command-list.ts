@@ -1,5 +1,8 @@
 import { type CliCommand, command } from './command.js';
+import * as approve from './commands/approve.js';
+import * as audit from './commands/audit.js';
 import * as consoleCommand from './commands/console.js';
+import * as decline from './commands/decline.js';
 import * as deriveKey from './commands/derive-key.js';
 import * as forget from './commands/forget.js';
 import * as gateway from './commands/gateway.js';
@@ -28,6 +31,9 @@ export const COMMANDS: readonly CliCommand<unknown>[] = [
   command(deriveKey),
   command(forget),
   command(resolve),
+  command(approve),
+  command(decline),
+  command(audit),
   command(stats),
   command(gateway),
   command(consoleCommand),

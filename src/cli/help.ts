@@ -26,16 +26,20 @@ const SHARED = `Options
   --json               Machine-readable output on stdout
   --jaeger-url URL     Jaeger base for trace links and --trace (default: http://localhost:16686)
   --logs-url URL       inspect --trace: VictoriaLogs base (default: http://localhost:9428)
-  --tenant T           inspect, forget, list, stats: filter
-  --tool N             inspect, forget, list: filter
-  --key K              inspect, forget: the idempotency key
-  --yes                forget, rotate-key-secret: do it (without it, a dry run)
+  --tenant T           inspect, forget, list, stats, audit: filter; approve, decline: the call's tenant
+                       (default: default)
+  --tool N             inspect, forget, list: filter; approve, decline: the call's tool
+  --key K              inspect, forget, resolve, approve, decline: the idempotency key
+  --yes                forget, resolve, rotate-key-secret: do it (without it, a dry run)
+  --by WHO             forget, resolve (with --yes), approve, decline: the person the audit records
   --limit N            list: at most N rows (default 100)
   --batch-size N       purge: rows per DELETE (default 1000)
   -h, --help           Show this text
 
 Exit codes
   0 ok   1 failed (database, missing secret)   2 bad command line   3 inspect found no run
+  4 approve/decline refused (not awaiting a decision, expired, or decided by someone else first)
+  5 audit --verify found a broken chain
 
 Keys not typed by you (list, inspect --job, forget) are shown as telemetry shows them: raw when safe, else
 hmac:<hash>, under the same secret as hash-key.`;

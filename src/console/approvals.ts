@@ -2,8 +2,7 @@ import type pg from 'pg';
 import type { ApprovalDecision } from '../contract/approval.js';
 import { ToolLedgerError } from '../contract/errors.js';
 import { createLedger, type Ledger } from '../create-ledger.js';
-import { keyForm } from '../support/key-form.js';
-import { scrubValue } from '../support/scrub.js';
+import { awaitingView } from '../support/approvals.js';
 import type { ApprovalsInbox } from './pages/approvals.js';
 
 /** How many calls the inbox lists. */
@@ -42,17 +41,7 @@ export class ConsoleApprovals {
     return {
       kind: 'items',
       limit: APPROVALS_LIMIT,
-      items: waiting.map((a) => ({
-        runId: a.runId,
-        tenant: a.tenant,
-        tool: a.tool,
-        key: keyForm(a.key, secret),
-        user: a.user === undefined ? null : keyForm(a.user, secret),
-        requestedAt: a.requestedAt,
-        deadline: a.deadline,
-        // Raw as the call sent them: scrubbed exactly as inspect scrubs results.
-        arguments: scrubValue(a.arguments),
-      })),
+      items: waiting.map((a) => awaitingView(a, secret)),
     };
   }
 

@@ -2,11 +2,11 @@ import { forgottenTable } from '../../ledger/sql/names.js';
 import { forgetKey } from '../../support/forget.js';
 import { keyCell } from '../../support/key-form.js';
 import { connectionOf, required } from '../args.js';
-import { EXIT, usageError } from '../cli-error.js';
+import { EXIT } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, requireLedgerTable } from '../db.js';
 import { escapeTerminal, plural, quoted, table } from '../format.js';
-import { type Io, print, withDb } from '../io.js';
+import { actorOf, actorStep, type Io, print, withDb } from '../io.js';
 import { supportSecret } from '../support-secret.js';
 import { describeLookup, type InspectLookup } from '../views/run.js';
 
@@ -39,18 +39,15 @@ export const help: CommandHelp = {
 };
 
 export function parse(args: Args, io: Io): ForgetOptions {
-  const yes = args.flag('yes');
-  const by = args.str('by');
-  if (yes && (by === undefined || by.trim() === '')) {
-    throw usageError(
-      'forget --yes needs --by WHO: the audit records the person who asked for the deletion (not the machine account that ran the command).',
-    );
-  }
+  const { dryRun, by } = actorStep('forget', args, {
+    dryRun: 'unless-yes',
+    records: 'the person who asked for the deletion',
+  });
   return {
     key: required('forget', 'key', args.str('key')),
     tenant: args.str('tenant'),
     tool: args.str('tool'),
-    yes,
+    yes: !dryRun,
     by,
     reason: args.str('reason'),
     json: args.json,
@@ -84,9 +81,8 @@ export async function run(io: Io, opts: ForgetOptions): Promise<number> {
       key: opts.key,
       tenant: opts.tenant,
       tool: opts.tool,
-      by: opts.by ?? '(dry run)',
+      ...actorOf({ dryRun: !opts.yes, by: opts.by }),
       reason: opts.reason,
-      dryRun: !opts.yes,
       secret: (await supportSecret(io.env, db, schema))?.secret,
     });
   });

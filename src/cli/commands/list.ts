@@ -1,3 +1,4 @@
+import { awaitingView } from '../../support/approvals.js';
 import { keyCell, keyForm } from '../../support/key-form.js';
 import { type InspectRow, unknownReason } from '../../support/run-view.js';
 import { listRunsSql } from '../../support/sql.js';
@@ -7,7 +8,7 @@ import { EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, requireLedgerTable } from '../db.js';
 import { escapeTerminal, formatDuration, formatTime, plural, quoted, table } from '../format.js';
-import { type Io, print, withDb } from '../io.js';
+import { type Io, print, withDb, withLedger } from '../io.js';
 import { supportSecret } from '../support-secret.js';
 
 export const name = 'list';
@@ -27,7 +28,9 @@ export const help: CommandHelp = {
       usage: 'list [--status S] [--stale]',
       text: [
         'List runs by status (default in_progress); --stale keeps only',
-        'in_progress runs whose lease has lapsed (stuck)',
+        'in_progress runs whose lease has lapsed (stuck); awaiting_approval',
+        'lists the calls a person may still approve or decline, with user,',
+        'deadline and scrubbed arguments',
       ],
     },
   ],
@@ -35,12 +38,13 @@ export const help: CommandHelp = {
     "tool-ledger list --status in_progress --stale --json | jq '.runs[].key'",
     'tool-ledger list --status failed --tool charge_card --limit 20',
     'tool-ledger list --status unknown                                   # interrupted effects to settle',
+    'tool-ledger list --status awaiting_approval --tenant acme           # then approve or decline',
     // What to do with an unknown run once the provider has been checked, right after the listing that shows it.
     `tool-ledger resolve --key order-991 --tool charge_card --result '{"chargeId":"ch_1"}' --reason 'seen in Stripe'`,
   ],
 };
 
-export const STATUSES = ['in_progress', 'succeeded', 'failed', 'unknown'] as const;
+export const STATUSES = ['in_progress', 'succeeded', 'failed', 'unknown', 'awaiting_approval'] as const;
 
 export function parse(args: Args, io: Io): ListOptions {
   const status = args.str('status') ?? 'in_progress';
@@ -96,6 +100,7 @@ export interface ListOptions {
 }
 
 export async function run(io: Io, opts: ListOptions): Promise<number> {
+  if (opts.status === 'awaiting_approval') return listAwaiting(io, opts);
   const { rows, secret } = await withDb(opts.connection, async (db) => {
     await requireLedgerTable(db, opts.connection.schema);
     const found = await db.query<ListRow>(listRunsSql(opts.connection.schema), [
@@ -166,5 +171,49 @@ export async function run(io: Io, opts: ListOptions): Promise<number> {
       return `${plural(runs.length, what)}:\n${body}${more}${why.length === 0 ? '' : `\nwhy unknown:\n${why.join('\n')}`}`;
     },
   );
+  return EXIT.OK;
+}
+
+/**
+ * The calls awaiting a decision, oldest first, through `ledger.approvals.list` (the inbox the console shows): the
+ * key and user as telemetry shows them, the arguments scrubbed (support/approvals.ts).
+ */
+async function listAwaiting(io: Io, opts: ListOptions): Promise<number> {
+  const { schema } = opts.connection;
+  const secret = await withDb(opts.connection, async (db) => {
+    await requireLedgerTable(db, schema);
+    return supportSecret(io.env, db, schema);
+  });
+  const waiting = await withLedger(opts.connection, (ledger) =>
+    ledger.approvals.list({
+      ...(opts.tenant === undefined ? {} : { tenant: opts.tenant }),
+      ...(opts.tool === undefined ? {} : { tool: opts.tool }),
+      limit: Math.min(opts.limit, 1000),
+    }),
+  );
+  const calls = waiting.map((a) => {
+    const view = awaitingView(a, secret?.secret);
+    return { ...view, ...view.key, user: view.user === null ? null : keyCell(view.user) };
+  });
+  print(io, opts.json, { schema, status: opts.status, calls }, () => {
+    if (calls.length === 0) return `No calls awaiting approval in schema ${quoted(schema)}.`;
+    const body = table(
+      ['TENANT', 'TOOL', 'KEY', 'USER', 'REQUESTED', 'DEADLINE', 'RUN'],
+      calls.map((c) => [
+        c.tenant,
+        c.tool,
+        keyCell(c),
+        c.user ?? '-',
+        formatTime(c.requestedAt),
+        formatTime(c.deadline),
+        c.runId,
+      ]),
+    );
+    const more = calls.length === opts.limit ? `\n(first ${opts.limit}; raise --limit to see more)` : '';
+    const args = calls.map(
+      (c) => `  ${escapeTerminal(`${c.tenant}/${c.tool} ${keyCell(c)}: ${JSON.stringify(c.arguments)}`)}`,
+    );
+    return `${plural(calls.length, 'call')} awaiting approval (decide with tool-ledger approve or decline):\n${body}${more}\narguments (scrubbed):\n${args.join('\n')}`;
+  });
   return EXIT.OK;
 }

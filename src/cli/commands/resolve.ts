@@ -11,7 +11,7 @@ import { cliErrorOf, EXIT, usageError } from '../cli-error.js';
 import type { Args, CommandHelp, CommandOptions } from '../command.js';
 import { type Connection, requireLedgerTable } from '../db.js';
 import { escapeTerminal, plural, table } from '../format.js';
-import { type Io, print, withDb } from '../io.js';
+import { actorOf, actorStep, type Io, print, withDb } from '../io.js';
 import { supportSecret } from '../support-secret.js';
 
 export const name = 'resolve';
@@ -70,13 +70,10 @@ export function resolutionOf(values: {
 }
 
 export function parse(args: Args, io: Io): ResolveOptions {
-  const yes = args.flag('yes');
-  const by = args.str('by');
-  if (yes && (by === undefined || by.trim() === '')) {
-    throw usageError(
-      'resolve --yes needs --by WHO: the audit records the person who settled the run (not the machine account that ran the command).',
-    );
-  }
+  const { dryRun, by } = actorStep('resolve', args, {
+    dryRun: 'unless-yes',
+    records: 'the person who settled the run',
+  });
   return {
     key: required('resolve', 'key', args.str('key')),
     tenant: args.str('tenant'),
@@ -86,7 +83,7 @@ export function parse(args: Args, io: Io): ResolveOptions {
       failed: args.str('failed'),
       rerun: args.flag('rerun'),
     }),
-    yes,
+    yes: !dryRun,
     by,
     reason: args.str('reason'),
     json: args.json,
@@ -121,9 +118,8 @@ export async function run(io: Io, opts: ResolveOptions): Promise<number> {
       tenant: opts.tenant,
       tool: opts.tool,
       resolution: opts.resolution,
-      by: opts.by ?? '(dry run)',
+      ...actorOf({ dryRun: !opts.yes, by: opts.by }),
       reason: opts.reason,
-      dryRun: !opts.yes,
       secret: (await supportSecret(io.env, db, schema))?.secret,
     });
   });
