@@ -16,10 +16,10 @@ import { TelemetryHarness } from '../support/telemetry-harness.js';
 import {
   type AnyClient,
   callTool,
-  database,
   databaseUrl,
   EVERYTHING_SERVER,
   errorCode,
+  gatewaySuite,
   httpClient,
   outcome,
   type ToolResult,
@@ -27,12 +27,10 @@ import {
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_access_${process.pid}`;
+const suite = gatewaySuite('access');
 const harness = new TelemetryHarness();
 const SECRET = 'test-only-access-secret';
 let gateway: RunningGateway;
-const clients: AnyClient[] = [];
 
 function jwt(claims: Record<string, unknown>): string {
   const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -41,9 +39,7 @@ function jwt(claims: Record<string, unknown>): string {
 }
 
 async function clientFor(claims: Record<string, unknown>): Promise<AnyClient> {
-  const client = await httpClient('1.x', gateway.url as URL, { authorization: `Bearer ${jwt(claims)}` });
-  clients.push(client);
-  return client;
+  return suite.client(httpClient('1.x', gateway.url as URL, { authorization: `Bearer ${jwt(claims)}` }));
 }
 
 const meta = (result: ToolResult) =>
@@ -72,28 +68,25 @@ beforeAll(async () => {
     }),
   );
   const config = readGatewayConfig(file);
-  gateway = await startGateway({
-    upstream: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
-    ledger: { connectionString: databaseUrl(), schema },
-    listen: { host: '127.0.0.1', port: 0 },
-    identity: { token: { secret: SECRET }, tenantClaim: 'org' },
-    ...config,
-    log: () => {},
-  });
+  gateway = await suite.onClose(
+    startGateway({
+      upstream: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
+      ledger: { connectionString: databaseUrl(), schema: suite.schema },
+      listen: { host: '127.0.0.1', port: 0 },
+      identity: { token: { secret: SECRET }, tenantClaim: 'org' },
+      ...config,
+      log: () => {},
+    }),
+  );
 });
 afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await gateway?.close();
   trace.disable();
   context.disable();
   propagation.disable();
   await harness.shutdown();
-  await db.drop(schema);
-  await db.end();
 });
 
-const rows = async (key: string) =>
-  (await db.sql(`SELECT 1 FROM "${schema}".tool_runs WHERE idempotency_key = $1`, [key])).length;
+const rows = async (key: string) => (await suite.runs(key)).length;
 
 describe('access rules over verified claims', () => {
   it('lets a caller with an allowed role call the tool', async () => {

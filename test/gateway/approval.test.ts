@@ -10,26 +10,25 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger } from '../../src/index.js';
 import {
   callTool,
-  database,
   databaseUrl,
   errorCode,
   filesystemGatewayArgs,
   gatewayCommand,
+  gatewaySuite,
   outcome,
   ROOT,
   tempDir,
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_approval_${process.pid}`;
+const suite = gatewaySuite('approval');
+const { schema } = suite;
 const dir = tempDir('approval');
 const config = join(tempDir('approval-config'), 'gateway.json');
 writeFileSync(config, JSON.stringify({ tools: { write_file: { approval: 'required' } } }));
 
 const asked: Array<{ message: string; mode?: string }> = [];
 let reply: () => ElicitResult = () => ({ action: 'cancel' });
-const clients: Client[] = [];
 let operator: Ledger;
 
 async function connect(elicitation: boolean): Promise<Client> {
@@ -52,8 +51,7 @@ async function connect(elicitation: boolean): Promise<Client> {
       env: process.env as Record<string, string>,
     }),
   );
-  clients.push(client);
-  return client;
+  return suite.client(client);
 }
 
 let withForms: Client;
@@ -67,10 +65,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.allSettled(clients.map((client) => client.close()));
   await operator?.close();
-  await db.drop(schema);
-  await db.end();
 });
 
 beforeEach(() => {

@@ -7,7 +7,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { resolveGatewaySettings } from '../../src/config/gateway.js';
 import { createLedger, type Ledger } from '../../src/create-ledger.js';
 import { ToolCatalog } from '../../src/gateway/catalog.js';
@@ -18,40 +18,23 @@ import type { GatewayTransport } from '../../src/gateway/types.js';
 import {
   type Child,
   callTool,
-  database,
   databaseUrl,
-  EVERYTHING_SERVER,
   errorCode,
-  freePort,
+  gatewaySuite,
+  httpUpstream,
   outcome,
-  spawnUntil,
   type ToolResult,
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_closing_${process.pid}`;
-let upstreamServer: Child;
+const suite = gatewaySuite('closing');
+const { db, schema } = suite;
+let upstreamServer: Child & { url: URL };
 let ledger: Ledger;
-let port: number;
 
 beforeAll(async () => {
-  ledger = await createLedger({ connectionString: databaseUrl(), schema });
-  port = await freePort();
-  upstreamServer = await spawnUntil(
-    process.execPath,
-    [EVERYTHING_SERVER, 'streamableHttp'],
-    /listening on port/,
-    {
-      PORT: String(port),
-    },
-  );
-});
-afterAll(async () => {
-  await upstreamServer?.stop();
-  await ledger?.close();
-  await db.drop(schema);
-  await db.end();
+  ledger = await suite.onClose(createLedger({ connectionString: databaseUrl(), schema }));
+  upstreamServer = await suite.child(httpUpstream());
 });
 
 /** Settles `promise`, or rejects after `ms` (a bound on a wait, not a timing assertion). */
@@ -66,9 +49,7 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 it('answers a call that arrives while the session closes, before the client side closes', async () => {
-  const real = new StreamableHTTPClientTransport(
-    new URL(`http://127.0.0.1:${port}/mcp`),
-  ) as unknown as GatewayTransport;
+  const real = new StreamableHTTPClientTransport(upstreamServer.url) as unknown as GatewayTransport;
   let closeReached!: () => void;
   const reached = new Promise<void>((resolve) => {
     closeReached = resolve;

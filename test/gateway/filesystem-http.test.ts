@@ -3,15 +3,12 @@
 import { createHmac } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  type AnyClient,
-  type Child,
   callTool,
-  cliDatabaseUrl,
-  database,
   errorCode,
   FILESYSTEM_SERVER,
+  gatewaySuite,
   httpClient,
   httpGateway,
   LINES,
@@ -19,11 +16,9 @@ import {
   tempDir,
 } from './support.js';
 
-const db = database();
-const schema = `gw_http_${process.pid}`;
+const suite = gatewaySuite('http');
+const { db, schema } = suite;
 const dir = tempDir('http');
-const children: Child[] = [];
-const clients: AnyClient[] = [];
 let byHeader: URL;
 let byToken: URL;
 const SECRET = 'test-only-hs256-secret';
@@ -35,10 +30,10 @@ function jwt(claims: Record<string, unknown>, secret = SECRET): string {
 }
 
 beforeAll(async () => {
-  const common = ['--database-url', cliDatabaseUrl(), '--schema', schema];
+  const common = suite.ledgerArgs();
   const upstream = ['--', process.execPath, FILESYSTEM_SERVER, dir];
   const header = await httpGateway([...common, '--tenant-header', 'x-tenant-id', ...upstream]);
-  children.push(header);
+  await suite.child(header);
   byHeader = header.url;
   const token = await httpGateway(
     [
@@ -53,19 +48,13 @@ beforeAll(async () => {
     ],
     { GW_TOKEN_SECRET: SECRET },
   );
-  children.push(token);
+  await suite.child(token);
   byToken = token.url;
-});
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await Promise.allSettled(children.map((c) => c.stop()));
-  await db.drop(schema);
-  await db.end();
 });
 
 const connect = async (line: (typeof LINES)[number], url: URL, headers: Record<string, string>) => {
   const client = await httpClient(line, url, headers);
-  clients.push(client);
+  await suite.client(client);
   return client;
 };
 

@@ -4,18 +4,17 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { GATEWAY_DEFAULTS, resolveGatewaySettings } from '../../src/config/gateway.js';
 import {
-  type AnyClient,
   type Child,
   callTool,
   cliDatabaseUrl,
-  database,
   EVERYTHING_SERVER,
   eventually,
   freePort,
   gatewayCommand,
+  gatewaySuite,
   httpClient,
   httpGateway,
   outcome,
@@ -24,10 +23,9 @@ import {
   tempDir,
 } from './support.js';
 
-const db = database();
-const schema = `gw_health_${process.pid}`;
+const suite = gatewaySuite('health');
+const { db, schema } = suite;
 let gateway: Child & { readonly url: URL };
-const clients: AnyClient[] = [];
 
 const at = (url: URL, path: string) => new URL(path, url);
 
@@ -38,28 +36,21 @@ beforeAll(async () => {
     config,
     JSON.stringify({ tools: { 'trigger-long-running-operation': { kind: 'mutation' } } }),
   );
-  gateway = await httpGateway([
-    '--database-url',
-    cliDatabaseUrl(),
-    '--schema',
-    schema,
-    '--config',
-    config,
-    '--max-request-bytes',
-    '2048',
-    '--drain-timeout',
-    '20000',
-    '--',
-    process.execPath,
-    EVERYTHING_SERVER,
-    'stdio',
-  ]);
-});
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await gateway?.stop();
-  await db.drop(schema);
-  await db.end();
+  gateway = await suite.child(
+    httpGateway([
+      ...suite.ledgerArgs(),
+      '--config',
+      config,
+      '--max-request-bytes',
+      '2048',
+      '--drain-timeout',
+      '20000',
+      '--',
+      process.execPath,
+      EVERYTHING_SERVER,
+      'stdio',
+    ]),
+  );
 });
 
 /** Runs the CLI to its end; resolves with its exit code and output (bounded: the gateway must not start). */
@@ -100,14 +91,7 @@ describe('health endpoints', () => {
 
   it('/readyz says not ready while an HTTP upstream does not answer, and ready once it does', async () => {
     const port = await freePort();
-    const waiting = await httpGateway([
-      '--database-url',
-      cliDatabaseUrl(),
-      '--schema',
-      schema,
-      '--upstream',
-      `http://127.0.0.1:${port}/mcp`,
-    ]);
+    const waiting = await httpGateway([...suite.ledgerArgs(), '--upstream', `http://127.0.0.1:${port}/mcp`]);
     let upstream: Child | undefined;
     try {
       expect(waiting.stderr()).toMatch(/does not answer yet; \/readyz says not ready/);
@@ -150,17 +134,14 @@ describe('bounds and start-up', () => {
     expect(JSON.stringify(await response.json())).toMatch(/larger than this gateway takes \(2048 bytes\)/);
     // The gateway still serves.
     const client = await httpClient('1.x', gateway.url);
-    clients.push(client);
+    await suite.client(client);
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
   });
 
   it('fails at start, exit code 1 and no stack trace, when the upstream command does not exist', async () => {
     for (const listen of [[], ['--listen', '127.0.0.1:0']]) {
       const { code, output } = await runToExit([
-        '--database-url',
-        cliDatabaseUrl(),
-        '--schema',
-        schema,
+        ...suite.ledgerArgs(),
         ...listen,
         '--',
         '/nonexistent/mcp-server',
@@ -209,7 +190,7 @@ describe('bounds and start-up', () => {
 describe('SIGTERM', () => {
   it('stops accepting, answers the call in flight, and exits within the drain bound', async () => {
     const client = await httpClient('1.x', gateway.url);
-    clients.push(client);
+    await suite.client(client);
     const running = callTool(client, 'trigger-long-running-operation', {
       duration: 2,
       steps: 2,

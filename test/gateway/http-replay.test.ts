@@ -3,13 +3,12 @@
 // from the ledger. The upstream is the npm filesystem server, spawned per client session by the gateway's CLI.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  type AnyClient,
   type Child,
   callTool,
-  database,
   filesystemGatewayArgs,
+  gatewaySuite,
   httpClient,
   httpGateway,
   LINES,
@@ -17,26 +16,19 @@ import {
   tempDir,
 } from './support.js';
 
-const db = database();
-const schema = `gw_http_replay_${process.pid}`;
+const suite = gatewaySuite('http_replay');
+const { schema } = suite;
 const dir = tempDir('http-replay');
-const clients: AnyClient[] = [];
 let gateway: Child & { readonly url: URL };
-const start = () => httpGateway(filesystemGatewayArgs(schema, dir));
+const start = () => suite.child(httpGateway(filesystemGatewayArgs(schema, dir)));
 
 beforeAll(async () => {
   gateway = await start();
 });
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await gateway?.stop();
-  await db.drop(schema);
-  await db.end();
-});
 
 const connect = async (line: (typeof LINES)[number]) => {
   const client = await httpClient(line, gateway.url);
-  clients.push(client);
+  await suite.client(client);
   return client;
 };
 
@@ -55,10 +47,7 @@ describe.each(LINES)('replay over Streamable HTTP, MCP SDK %s client', (line) =>
     expect(results.every((r) => !r.isError)).toBe(true);
     expect(results.map(outcome).sort()).toEqual(['executed', 'replayed', 'replayed', 'replayed', 'replayed']);
     expect(readFileSync(join(dir, `p${tag}-moved.txt`), 'utf8')).toBe('parallel');
-    const rows = await db.sql<{ status: string; attempt: number }>(
-      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
-      [`parallel-${tag}`],
-    );
+    const rows = await suite.runs(`parallel-${tag}`);
     expect(rows).toEqual([{ status: 'succeeded', attempt: 1 }]);
   });
 

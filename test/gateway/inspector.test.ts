@@ -6,13 +6,12 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type Child,
-  cliDatabaseUrl,
-  database,
   FILESYSTEM_SERVER,
   gatewayCommand,
+  gatewaySuite,
   httpGateway,
   passwordFile,
   ROOT,
@@ -21,36 +20,20 @@ import {
 
 const run = promisify(execFile);
 const INSPECTOR = join(ROOT, 'node_modules/.bin/mcp-inspector');
-const db = database();
-const schema = `gw_insp_${process.pid}`;
+const suite = gatewaySuite('insp');
 const dir = tempDir('insp');
 let http: Child & { url: URL };
 
 beforeAll(async () => {
-  http = await httpGateway([
-    '--database-url',
-    cliDatabaseUrl(),
-    '--schema',
-    schema,
-    '--',
-    process.execPath,
-    FILESYSTEM_SERVER,
-    dir,
-  ]);
-});
-afterAll(async () => {
-  await http?.stop();
-  await db.drop(schema);
-  await db.end();
+  http = await suite.child(
+    httpGateway([...suite.ledgerArgs(), '--', process.execPath, FILESYSTEM_SERVER, dir]),
+  );
 });
 
 const TARGETS = {
   stdio: () => {
     const { command, args } = gatewayCommand([
-      '--database-url',
-      cliDatabaseUrl(),
-      '--schema',
-      schema,
+      ...suite.ledgerArgs(),
       '--',
       process.execPath,
       FILESYSTEM_SERVER,

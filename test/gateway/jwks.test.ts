@@ -4,18 +4,17 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningGateway, startGateway } from '../../src/gateway/index.js';
-import { type AnyClient, callTool, database, databaseUrl, httpClient, outcome, ROOT } from './support.js';
+import { callTool, databaseUrl, gatewaySuite, httpClient, outcome, ROOT } from './support.js';
 
 // The gateway over Streamable HTTP verifying bearer JWTs against a real JWKS endpoint (src/auth/jwks.ts, shared
 // with the console): the tenant from a claim, an unknown key or a missing token refused with 401.
 
-const db = database();
-const schema = `gw_jwks_${process.pid}`;
+const suite = gatewaySuite('jwks');
+const { db, schema } = suite;
 const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const stranger = generateKeyPairSync('rsa', { modulusLength: 2048 });
 let jwks: Server;
 let gateway: RunningGateway;
-let client: AnyClient | undefined;
 
 function jwt(claims: Record<string, unknown>, key = keys.privateKey): string {
   const part = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -32,27 +31,25 @@ beforeAll(async () => {
       ),
   );
   await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
-  gateway = await startGateway({
-    upstream: { command: process.execPath, args: [join(ROOT, 'test/gateway/fixtures/probe-server.mjs')] },
-    ledger: { connectionString: databaseUrl(), schema },
-    listen: { host: '127.0.0.1', port: 0 },
-    identity: {
-      token: {
-        jwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
-        audience: 'gw',
+  gateway = await suite.onClose(
+    startGateway({
+      upstream: { command: process.execPath, args: [join(ROOT, 'test/gateway/fixtures/probe-server.mjs')] },
+      ledger: { connectionString: databaseUrl(), schema },
+      listen: { host: '127.0.0.1', port: 0 },
+      identity: {
+        token: {
+          jwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
+          audience: 'gw',
+        },
+        tenantClaim: 'org',
       },
-      tenantClaim: 'org',
-    },
-    log: () => {},
-  });
+      log: () => {},
+    }),
+  );
 });
 
 afterAll(async () => {
-  await client?.close();
-  await gateway?.close();
   await new Promise<void>((resolve) => jwks.close(() => resolve()));
-  await db.drop(schema);
-  await db.end();
 });
 
 describe('the gateway with --token-jwks-url', () => {
@@ -75,7 +72,9 @@ describe('the gateway with --token-jwks-url', () => {
 
   it('serves a client whose JWT the JWKS verifies, with the tenant from its claim', async () => {
     const token = jwt({ org: 'acme', aud: 'gw', sub: 'agent-1' });
-    client = await httpClient('1.x', gateway.url as URL, { authorization: `Bearer ${token}` });
+    const client = await suite.client(
+      httpClient('1.x', gateway.url as URL, { authorization: `Bearer ${token}` }),
+    );
     const result = await callTool(client, 'record_args', { idempotency_key: 'jwks-1' });
     expect(outcome(result)).toBe('executed');
     const rows = await db.sql(

@@ -15,46 +15,42 @@ import { TelemetryHarness } from '../support/telemetry-harness.js';
 import {
   type AnyClient,
   callTool,
-  database,
   databaseUrl,
   EVERYTHING_SERVER,
+  gatewaySuite,
   httpClient,
   outcome,
 } from './support.js';
 
-const db = database();
-const schema = `gw_modern_${process.pid}`;
+const suite = gatewaySuite('modern');
+const { schema } = suite;
 const harness = new TelemetryHarness();
 let gateway: RunningGateway;
-const clients: { close(): Promise<void> }[] = [];
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 
 async function modernClient(mode: 'auto' | { pin: string }): Promise<AnyClient> {
   const client = new ClientV2({ name: 'modern-test', version: '1' }, { versionNegotiation: { mode } });
   await client.connect(new HttpClientV2(gateway.url as URL));
-  clients.push(client);
-  return client as unknown as AnyClient;
+  return (await suite.client(client)) as unknown as AnyClient;
 }
 
 beforeAll(async () => {
   harness.registerGlobal();
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  gateway = await startGateway({
-    upstream: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
-    ledger: { connectionString: databaseUrl(), schema },
-    listen: { host: '127.0.0.1', port: 0 },
-    tenant: 'acme',
-    log: () => {},
-  });
+  gateway = await suite.onClose(
+    startGateway({
+      upstream: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
+      ledger: { connectionString: databaseUrl(), schema },
+      listen: { host: '127.0.0.1', port: 0 },
+      tenant: 'acme',
+      log: () => {},
+    }),
+  );
 });
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await gateway?.close();
+afterAll(() => {
   trace.disable();
   context.disable();
   propagation.disable();
-  await db.drop(schema);
-  await db.end();
 });
 
 describe.each([{ mode: 'auto' as const }, { mode: { pin: '2026-07-28' } }])(
@@ -99,8 +95,7 @@ it('continues the trace from params._meta, names the revision and carries no ses
 
 it('keeps serving session-based clients of both lines on the same endpoint', async () => {
   for (const line of ['1.x', '2.x'] as const) {
-    const client = await httpClient(line, gateway.url as URL);
-    clients.push(client);
+    const client = await suite.client(httpClient(line, gateway.url as URL));
     expect(
       outcome(await callTool(client, 'toggle-simulated-logging', { idempotency_key: `legacy-${line}` })),
     ).toBe('executed');

@@ -2,31 +2,22 @@
 // behind the gateway works only if the host list is read. (createLedger and the CLI: test/db/multi-host-url.test.ts.)
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  type AnyClient,
   callTool,
   cliDatabaseUrl,
-  database,
   filesystemGatewayArgs,
   freePort,
   gatewayCommand,
+  gatewaySuite,
   outcome,
   stdioClient,
   tempDir,
 } from './support.js';
 
-const db = database();
-afterAll(() => db.end());
-
 describe('gateway with a multi-host --database-url', () => {
-  const schema = `gw_mh_${process.pid}`;
+  const { db, schema, ...suite } = gatewaySuite('mh');
   const dir = tempDir('mh');
-  let client: AnyClient | undefined;
-  afterAll(async () => {
-    await client?.close();
-    await db.drop(schema);
-  });
 
   it('skips the refusing host and replays a repeated move_file from the ledger', async () => {
     // A password goes in PGPASSWORD, never on the command line (the gateway refuses it there).
@@ -34,7 +25,9 @@ describe('gateway with a multi-host --database-url', () => {
     const user = url.username ? `${url.username}@` : '';
     const refusing = `127.0.0.1:${await freePort()}`;
     const hostList = `${url.protocol}//${user}${refusing},${url.host}${url.pathname}?target_session_attrs=read-write`;
-    client = await stdioClient('1.x', gatewayCommand(filesystemGatewayArgs(schema, dir, hostList)));
+    const client = await suite.client(
+      stdioClient('1.x', gatewayCommand(filesystemGatewayArgs(schema, dir, hostList))),
+    );
     writeFileSync(join(dir, 'a.txt'), 'alpha');
     const args = { source: join(dir, 'a.txt'), destination: join(dir, 'b.txt'), idempotency_key: 'mh-move' };
     expect(outcome(await callTool(client, 'move_file', args))).toBe('executed');

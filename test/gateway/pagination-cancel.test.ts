@@ -6,33 +6,24 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
-  type Child,
   callTool,
-  cliDatabaseUrl,
-  database,
   errorCode,
   eventually,
-  freePort,
   gatewayCommand,
+  gatewaySuite,
   httpClient,
   httpGateway,
+  httpUpstream,
   LINES,
   type Line,
   ROOT,
-  spawnUntil,
   stdioClient,
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_paged_${process.pid}`;
+const suite = gatewaySuite('paged');
+const { db, schema } = suite;
 const SERVER = join(ROOT, 'test/gateway/fixtures/paged-server.mjs');
-const children: Child[] = [];
-afterAll(async () => {
-  await Promise.allSettled(children.map((c) => c.stop()));
-  await db.drop(schema);
-  await db.end();
-});
 
 const CASES = LINES.flatMap((line) => [
   { line, transport: 'stdio' as const },
@@ -56,18 +47,14 @@ describe.each(CASES)(
   ({ line, transport }) => {
     let client: AnyClient;
     beforeAll(async () => {
-      const common = ['--database-url', cliDatabaseUrl(), '--schema', schema];
+      const common = suite.ledgerArgs();
       if (transport === 'stdio') {
         client = await stdioClient(line, gatewayCommand([...common, '--', process.execPath, SERVER]));
         return;
       }
       // A server and a gateway of this case's own: the fixture's annotations are per process.
-      const port = await freePort();
-      children.push(
-        await spawnUntil(process.execPath, [SERVER, 'http'], /listening on port/, { PORT: String(port) }),
-      );
-      const gateway = await httpGateway([...common, '--upstream', `http://127.0.0.1:${port}/mcp`]);
-      children.push(gateway);
+      const upstream = await suite.child(httpUpstream(SERVER, ['http']));
+      const gateway = await suite.child(httpGateway([...common, '--upstream', upstream.url.href]));
       client = await httpClient(line, gateway.url);
     });
     afterAll(() => client?.close());

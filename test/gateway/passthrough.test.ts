@@ -4,54 +4,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
-  type Child,
   callTool,
-  cliDatabaseUrl,
-  database,
   EVERYTHING_SERVER,
   errorCode,
-  freePort,
   gatewayCommand,
+  gatewaySuite,
   httpClient,
   httpGateway,
+  httpUpstream,
   LINES,
   outcome,
-  spawnUntil,
   stdioClient,
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_pass_${process.pid}`;
-const children: Child[] = [];
+const suite = gatewaySuite('pass');
 let gatewayUrl: URL;
 
 beforeAll(async () => {
-  const port = await freePort();
-  const upstream = await spawnUntil(
-    process.execPath,
-    [EVERYTHING_SERVER, 'streamableHttp'],
-    /listening on port/,
-    {
-      PORT: String(port),
-    },
-  );
-  children.push(upstream);
-  const gateway = await httpGateway([
-    '--database-url',
-    cliDatabaseUrl(),
-    '--schema',
-    schema,
-    '--upstream',
-    `http://127.0.0.1:${port}/mcp`,
-  ]);
-  children.push(gateway);
+  const upstream = await suite.child(httpUpstream());
+  const gateway = await suite.child(httpGateway([...suite.ledgerArgs(), '--upstream', upstream.url.href]));
   gatewayUrl = gateway.url;
-});
-afterAll(async () => {
-  await Promise.allSettled(children.map((c) => c.stop()));
-  await db.drop(schema);
-  await db.end();
 });
 
 const CASES = LINES.flatMap((line) => [
@@ -66,16 +39,7 @@ describe.each(CASES)('pass-through, MCP SDK $line client over $transport', ({ li
       transport === 'stdio'
         ? await stdioClient(
             line,
-            gatewayCommand([
-              '--database-url',
-              cliDatabaseUrl(),
-              '--schema',
-              schema,
-              '--',
-              process.execPath,
-              EVERYTHING_SERVER,
-              'stdio',
-            ]),
+            gatewayCommand([...suite.ledgerArgs(), '--', process.execPath, EVERYTHING_SERVER, 'stdio']),
           )
         : await httpClient(line, gatewayUrl);
   });
@@ -155,10 +119,7 @@ describe.each(['stdio', 'Streamable HTTP'] as const)('server-to-client requests 
       return { role: 'assistant', model: 'test-model', content: { type: 'text', text: 'sampled answer' } };
     });
     const spawned = gatewayCommand([
-      '--database-url',
-      cliDatabaseUrl(),
-      '--schema',
-      schema,
+      ...suite.ledgerArgs(),
       '--',
       process.execPath,
       EVERYTHING_SERVER,

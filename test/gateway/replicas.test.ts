@@ -4,18 +4,17 @@
 // lapses, the rule is 'fail') and the call never runs twice.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type RoundRobinProxy, roundRobinProxy } from '../support/round-robin-proxy.js';
 import {
   type AnyClient,
   type Child,
   callTool,
-  cliDatabaseUrl,
-  database,
   EVERYTHING_SERVER,
   errorCode,
   eventually,
   FILESYSTEM_SERVER,
+  gatewaySuite,
   httpClient,
   httpGateway,
   outcome,
@@ -23,11 +22,8 @@ import {
   tempDir,
 } from './support.js';
 
-const db = database();
-const schema = `gw_fleet_${process.pid}`;
+const suite = gatewaySuite('fleet');
 const dir = tempDir('fleet');
-const children: Child[] = [];
-const clients: AnyClient[] = [];
 let files: { replicas: (Child & { url: URL })[]; proxy: RoundRobinProxy };
 let slow: { replicas: (Child & { url: URL })[]; proxy: RoundRobinProxy };
 
@@ -35,10 +31,7 @@ async function fleet(count: number, upstream: string[], extra: string[] = []) {
   const replicas: (Child & { url: URL })[] = [];
   for (let i = 0; i < count; i++) {
     const replica = await httpGateway([
-      '--database-url',
-      cliDatabaseUrl(),
-      '--schema',
-      schema,
+      ...suite.ledgerArgs(),
       '--tenant',
       'acme',
       ...extra,
@@ -46,14 +39,14 @@ async function fleet(count: number, upstream: string[], extra: string[] = []) {
       ...upstream,
     ]);
     replicas.push(replica);
-    children.push(replica);
+    await suite.child(replica);
   }
-  return { replicas, proxy: await roundRobinProxy(replicas.map((r) => r.url)) };
+  return { replicas, proxy: await suite.onClose(roundRobinProxy(replicas.map((r) => r.url))) };
 }
 
 async function client(url: URL): Promise<AnyClient> {
   const c = await httpClient('1.x', url);
-  clients.push(c);
+  await suite.client(c);
   return c;
 }
 
@@ -71,20 +64,8 @@ beforeAll(async () => {
   );
   slow = await fleet(2, [process.execPath, EVERYTHING_SERVER, 'stdio'], ['--config', config]);
 });
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await files?.proxy.close();
-  await slow?.proxy.close();
-  await Promise.allSettled(children.map((c) => c.stop()));
-  await db.drop(schema);
-  await db.end();
-});
 
-const runs = (key: string) =>
-  db.sql<{ status: string; attempt: number }>(
-    `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
-    [key],
-  );
+const runs = (key: string) => suite.runs(key);
 
 describe('replicas on one ledger', () => {
   it('runs the same call sent to two replicas at once once', async () => {

@@ -3,47 +3,36 @@
 // server it spawned for it exits; the client's next request is refused (404) and a new session works.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { resolveSessionIdleTimeoutMs } from '../../src/config/gateway.js';
 import {
-  type AnyClient,
   type Child,
-  cliDatabaseUrl,
-  database,
   EVERYTHING_SERVER,
   eventually,
+  gatewaySuite,
   httpClient,
   httpGateway,
   tempDir,
 } from './support.js';
 
-const db = database();
-const schema = `gw_idle_${process.pid}`;
+const suite = gatewaySuite('idle');
 const dir = tempDir('idle');
 const pidFile = join(dir, 'upstream.pids');
 let gateway: Child & { readonly url: URL };
-const clients: AnyClient[] = [];
 
 beforeAll(async () => {
   // Each session spawns its own server; the shell appends its pid, then becomes the server (exec).
-  gateway = await httpGateway([
-    '--database-url',
-    cliDatabaseUrl(),
-    '--schema',
-    schema,
-    '--session-idle-timeout',
-    '1000',
-    '--',
-    '/bin/sh',
-    '-c',
-    `echo $$ >> '${pidFile}'; exec '${process.execPath}' '${EVERYTHING_SERVER}' stdio`,
-  ]);
-});
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await gateway?.stop();
-  await db.drop(schema);
-  await db.end();
+  gateway = await suite.child(
+    httpGateway([
+      ...suite.ledgerArgs(),
+      '--session-idle-timeout',
+      '1000',
+      '--',
+      '/bin/sh',
+      '-c',
+      `echo $$ >> '${pidFile}'; exec '${process.execPath}' '${EVERYTHING_SERVER}' stdio`,
+    ]),
+  );
 });
 
 const pids = () => {
@@ -66,7 +55,7 @@ it('closes an idle HTTP session and releases its upstream', async () => {
   // The gateway spawned the server once at start, to check the command; that one has exited.
   const before = pids().length;
   const client = await httpClient('1.x', gateway.url);
-  clients.push(client);
+  await suite.client(client);
   await client.ping();
   await eventually(() => pids().length === before + 1);
   const upstream = pids()[before] as number;
@@ -76,7 +65,7 @@ it('closes an idle HTTP session and releases its upstream', async () => {
   await expect(client.ping()).rejects.toThrow();
 
   const fresh = await httpClient('2.x', gateway.url);
-  clients.push(fresh);
+  await suite.client(fresh);
   const { tools } = await fresh.listTools();
   expect(tools.length).toBeGreaterThan(0);
 });

@@ -13,6 +13,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioClientV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport as HttpClientV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import pg from 'pg';
+import { afterAll } from 'vitest';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const FILESYSTEM_SERVER = join(
@@ -169,12 +170,15 @@ export function errorCode(result: ToolResult): unknown {
   return (result._meta?.['tool-ledger/error'] as { code?: unknown } | undefined)?.code;
 }
 
-/** Runs SQL on the test database, for assertions on the ledger rows; drops the schemas it was given at the end. */
-export function database(): {
+/** SQL on the test database, for assertions on the ledger rows. */
+export interface TestDatabase {
   sql<R>(text: string, params?: unknown[]): Promise<R[]>;
   drop(schema: string): Promise<void>;
   end(): Promise<void>;
-} {
+}
+
+/** Runs SQL on the test database, for assertions on the ledger rows; drops the schemas it was given at the end. */
+export function database(): TestDatabase {
   const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
   return {
     sql: async <R>(text: string, params?: unknown[]) => (await pool.query(text, params)).rows as R[],
@@ -260,4 +264,78 @@ export async function httpGateway(
   const { command, args: full } = gatewayCommand(['--listen', '127.0.0.1:0', ...args]);
   const child = await spawnUntil(command, full, /serving MCP \(Streamable HTTP\) at (\S+)/, env);
   return { ...child, url: new URL(child.match[1] as string) };
+}
+
+/** What a suite opens and the fixture closes: MCP clients, gateways run as libraries, proxies. */
+interface Closable {
+  close(): Promise<unknown>;
+}
+
+/**
+ * One gateway suite's schema and everything it opens, released by one `afterAll` of the fixture's own (in the
+ * file, or in the `describe` that called it): clients first, then what `onClose` was given (gateways started as
+ * libraries, proxies), then the children (gateways and servers spawned), then the schema and the pool.
+ */
+export interface GatewaySuite {
+  readonly db: TestDatabase;
+  /** `gw_<name>_<pid>`: the suite's own schema, dropped at the end. */
+  readonly schema: string;
+  /** The CLI's ledger arguments for the suite's schema: `--database-url <url> --schema <schema>`. */
+  ledgerArgs(): string[];
+  /** The ledger rows of a key, status and attempt. */
+  runs(key: string): Promise<Array<{ status: string; attempt: number }>>;
+  /** Keeps a client to close at the end; answers it. */
+  client<T extends Closable>(client: T | Promise<T>): Promise<T>;
+  /** Keeps a spawned child to stop at the end; answers it. */
+  child<T extends Child>(child: T | Promise<T>): Promise<T>;
+  /** Something else to close at the end (a gateway started with startGateway, a proxy). */
+  onClose<T extends Closable>(closable: T | Promise<T>): Promise<T>;
+}
+
+export function gatewaySuite(name: string): GatewaySuite {
+  const db = database();
+  const schema = `gw_${name}_${process.pid}`;
+  const clients: Closable[] = [];
+  const others: Closable[] = [];
+  const children: Child[] = [];
+  afterAll(async () => {
+    await Promise.allSettled(clients.map((c) => c.close()));
+    await Promise.allSettled(others.map((c) => c.close()));
+    await Promise.allSettled(children.map((c) => c.stop()));
+    await db.drop(schema);
+    await db.end();
+  });
+  const keep =
+    <T>(list: T[]) =>
+    async (item: T | Promise<T>): Promise<T> => {
+      const value = await item;
+      list.push(value);
+      return value;
+    };
+  return {
+    db,
+    schema,
+    ledgerArgs: () => ['--database-url', cliDatabaseUrl(), '--schema', schema],
+    runs: (key) =>
+      db.sql(`SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`, [key]),
+    client: keep(clients) as GatewaySuite['client'],
+    child: keep(children) as GatewaySuite['child'],
+    onClose: keep(others) as GatewaySuite['onClose'],
+  };
+}
+
+/**
+ * An MCP server from npm (or a fixture) serving Streamable HTTP on a free port of its own, as an upstream for a
+ * gateway's `--upstream`; `port` lets a suite start it again on the same address.
+ */
+export async function httpUpstream(
+  script: string = EVERYTHING_SERVER,
+  args: readonly string[] = ['streamableHttp'],
+  port?: number,
+): Promise<Child & { readonly url: URL; readonly port: number }> {
+  const at = port ?? (await freePort());
+  const child = await spawnUntil(process.execPath, [script, ...args], /listening on port/, {
+    PORT: String(at),
+  });
+  return { ...child, port: at, url: new URL(`http://127.0.0.1:${at}/mcp`) };
 }

@@ -7,15 +7,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  type AnyClient,
   type Child,
   callWithProgress,
-  cliDatabaseUrl,
-  database,
   EVERYTHING_SERVER,
   errorCode,
   eventually,
   freePort,
+  gatewaySuite,
   httpClient,
   httpGateway,
   LINES,
@@ -24,8 +22,7 @@ import {
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_crash_http_${process.pid}`;
+const suite = gatewaySuite('crash_http');
 const dir = tempDir('crash-http');
 const config = join(dir, 'gateway.json');
 // The long-running tool (read-only by its annotations) as a mutation, with a timeout no test waits for.
@@ -36,7 +33,6 @@ writeFileSync(
 let port: number;
 let upstream: Child | undefined;
 let gateway: Child & { readonly url: URL };
-const clients: AnyClient[] = [];
 
 const startUpstream = async () => {
   upstream = await spawnUntil(process.execPath, [EVERYTHING_SERVER, 'streamableHttp'], /listening on port/, {
@@ -54,30 +50,13 @@ const killUpstream = async () => {
 beforeAll(async () => {
   port = await freePort();
   await startUpstream();
-  gateway = await httpGateway([
-    '--database-url',
-    cliDatabaseUrl(),
-    '--schema',
-    schema,
-    '--config',
-    config,
-    '--upstream',
-    `http://127.0.0.1:${port}/mcp`,
-  ]);
-});
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await killUpstream();
-  await gateway?.stop();
-  await db.drop(schema);
-  await db.end();
-});
-
-const rows = (key: string) =>
-  db.sql<{ status: string; attempt: number }>(
-    `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
-    [key],
+  gateway = await suite.child(
+    httpGateway([...suite.ledgerArgs(), '--config', config, '--upstream', `http://127.0.0.1:${port}/mcp`]),
   );
+});
+afterAll(killUpstream);
+
+const rows = (key: string) => suite.runs(key);
 
 describe.each(LINES)('an HTTP upstream crash mid-call, MCP SDK %s client', (line) => {
   const key = `long-http-${line}`;
@@ -92,7 +71,7 @@ describe.each(LINES)('an HTTP upstream crash mid-call, MCP SDK %s client', (line
 
   it('ends the call as OUTCOME_UNKNOWN once the connection is lost, and never re-sends on retry', async () => {
     const client = await httpClient(line, gateway.url);
-    clients.push(client);
+    await suite.client(client);
     let progressed = 0;
     const pending = callWithProgress(line, client, params, () => void progressed++, 3_600_000);
     // A progress notification proves the request reached the server and is running.
@@ -107,7 +86,7 @@ describe.each(LINES)('an HTTP upstream crash mid-call, MCP SDK %s client', (line
     // The server is back; a new session's retry is answered from the ledger and not sent.
     await startUpstream();
     const next = await httpClient(line, gateway.url);
-    clients.push(next);
+    await suite.client(next);
     let resent = 0;
     const retry = await callWithProgress(line, next, params, () => void resent++, 3_600_000);
     expect(errorCode(retry)).toBe('OUTCOME_UNKNOWN');
@@ -117,7 +96,7 @@ describe.each(LINES)('an HTTP upstream crash mid-call, MCP SDK %s client', (line
 
   it('answers a relayed request with an error when the upstream is gone', async () => {
     const client = await httpClient(line, gateway.url);
-    clients.push(client);
+    await suite.client(client);
     expect((await client.listResources()).resources.length).toBeGreaterThan(0);
     await killUpstream();
     await expect(client.listResources()).rejects.toThrow();

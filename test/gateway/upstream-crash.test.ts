@@ -4,25 +4,23 @@
 // long-running tool (read-only by its annotations) is declared a mutation in the gateway's --config file.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  type AnyClient,
   callTool,
   callWithProgress,
-  cliDatabaseUrl,
-  database,
   EVERYTHING_SERVER,
   errorCode,
   eventually,
   gatewayCommand,
+  gatewaySuite,
   LINES,
   stdioClient,
   tempDir,
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_crash_${process.pid}`;
+const suite = gatewaySuite('crash');
+const { db, schema } = suite;
 const dir = tempDir('crash');
 const pidFile = join(dir, 'upstream.pid');
 const config = join(dir, 'gateway.json');
@@ -37,10 +35,7 @@ writeFileSync(
 // The shell records its pid, then becomes the server (exec), so the pid is the server's own.
 const gateway = (configFile = config) =>
   gatewayCommand([
-    '--database-url',
-    cliDatabaseUrl(),
-    '--schema',
-    schema,
+    ...suite.ledgerArgs(),
     '--config',
     configFile,
     '--',
@@ -48,13 +43,6 @@ const gateway = (configFile = config) =>
     '-c',
     `echo $$ > '${pidFile}'; exec '${process.execPath}' '${EVERYTHING_SERVER}' stdio`,
   ]);
-
-const clients: AnyClient[] = [];
-afterAll(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await db.drop(schema);
-  await db.end();
-});
 
 describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio', (line) => {
   const key = `long-${line}`;
@@ -65,7 +53,7 @@ describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio',
 
   it('ends as OUTCOME_UNKNOWN, leaves the row unknown and never re-sends on retry', async () => {
     const client = await stdioClient(line, gateway());
-    clients.push(client);
+    await suite.client(client);
     let progressed = 0;
     const pending = callWithProgress(line, client, params, () => void progressed++, 120_000);
     // A progress notification proves the request reached the server and is running.
@@ -75,23 +63,17 @@ describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio',
     expect(result.isError).toBe(true);
     expect(errorCode(result)).toBe('OUTCOME_UNKNOWN');
     expect(texts(result)).toMatch(/^OUTCOME_UNKNOWN: .*not known whether it took effect/);
-    const rows = await db.sql<{ status: string; attempt: number }>(
-      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
-      [key],
-    );
+    const rows = await suite.runs(key);
     expect(rows).toEqual([{ status: 'unknown', attempt: 1 }]);
 
     // The gateway exits with its upstream; a new one answers the retry from the ledger.
     const next = await stdioClient(line, gateway());
-    clients.push(next);
+    await suite.client(next);
     let resent = 0;
     const retry = await callWithProgress(line, next, params, () => void resent++, 120_000);
     expect(errorCode(retry)).toBe('OUTCOME_UNKNOWN');
     expect(resent).toBe(0);
-    const after = await db.sql<{ status: string; attempt: number }>(
-      `SELECT status, attempt FROM "${schema}".tool_runs WHERE idempotency_key = $1`,
-      [key],
-    );
+    const after = await suite.runs(key);
     expect(after).toEqual([{ status: 'unknown', attempt: 1 }]);
   });
 });
@@ -99,7 +81,7 @@ describe.each(LINES)('an upstream crash mid-call, MCP SDK %s client over stdio',
 describe('an upstream that does not answer in time', () => {
   it('ends a call the upstream does not answer in time as OUTCOME_UNKNOWN, not as a failure to retry', async () => {
     const client = await stdioClient('1.x', gateway(shortTimeout));
-    clients.push(client);
+    await suite.client(client);
     const slow = await callTool(client, 'trigger-long-running-operation', {
       duration: 30,
       steps: 3,

@@ -3,49 +3,29 @@
 // at once (MCP: start a new session), a new session cannot start while the upstream is down, and nothing is
 // saved for a call that never reached the gateway. A call that reaches a session while it ends is answered as a
 // retryable TOOL_FAILED (closing-session.test.ts holds the session at that moment).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
   type Child,
   callTool,
-  cliDatabaseUrl,
-  database,
-  EVERYTHING_SERVER,
   eventually,
-  freePort,
+  gatewaySuite,
   httpClient,
   httpGateway,
+  httpUpstream,
   outcome,
-  spawnUntil,
 } from './support.js';
 
-const db = database();
-const schema = `gw_down_${process.pid}`;
-let upstream: Child;
+const suite = gatewaySuite('down');
+const { db, schema } = suite;
+let upstream: Child & { url: URL };
 let gateway: Child & { url: URL };
 let client: AnyClient;
 
 beforeAll(async () => {
-  const port = await freePort();
-  upstream = await spawnUntil(process.execPath, [EVERYTHING_SERVER, 'streamableHttp'], /listening on port/, {
-    PORT: String(port),
-  });
-  gateway = await httpGateway([
-    '--database-url',
-    cliDatabaseUrl(),
-    '--schema',
-    schema,
-    '--upstream',
-    `http://127.0.0.1:${port}/mcp`,
-  ]);
-  client = await httpClient('1.x', gateway.url);
-});
-afterAll(async () => {
-  await client?.close();
-  await gateway?.stop();
-  await upstream?.stop();
-  await db.drop(schema);
-  await db.end();
+  upstream = await suite.child(httpUpstream());
+  gateway = await suite.child(httpGateway([...suite.ledgerArgs(), '--upstream', upstream.url.href]));
+  client = await suite.client(httpClient('1.x', gateway.url));
 });
 
 describe('an upstream that cannot be reached', () => {

@@ -1,42 +1,34 @@
 // What reaches the upstream: never the key, in the argument or in _meta; and the client's trace context continues
 // through the gateway's spans.
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyClient,
   callTool,
-  cliDatabaseUrl,
-  database,
   errorCode,
   gatewayCommand,
+  gatewaySuite,
   outcome,
   ROOT,
   stdioClient,
   texts,
 } from './support.js';
 
-const db = database();
-const schema = `gw_probe_${process.pid}`;
+const suite = gatewaySuite('probe');
 let client: AnyClient;
 
 beforeAll(async () => {
-  client = await stdioClient(
-    '1.x',
-    gatewayCommand([
-      '--database-url',
-      cliDatabaseUrl(),
-      '--schema',
-      schema,
-      '--',
-      process.execPath,
-      join(ROOT, 'test/gateway/fixtures/probe-server.mjs'),
-    ]),
+  client = await suite.client(
+    stdioClient(
+      '1.x',
+      gatewayCommand([
+        ...suite.ledgerArgs(),
+        '--',
+        process.execPath,
+        join(ROOT, 'test/gateway/fixtures/probe-server.mjs'),
+      ]),
+    ),
   );
-});
-afterAll(async () => {
-  await client?.close();
-  await db.drop(schema);
-  await db.end();
 });
 
 describe('what the upstream sees', () => {
