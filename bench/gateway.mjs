@@ -90,7 +90,7 @@ const THROUGHPUT_CALLS = Number(process.env.BENCH_THROUGHPUT_CALLS ?? 400);
 async function throughput(connect, tag) {
   const pool = [];
   for (let i = 0; i < THROUGHPUT_CLIENTS; i++) pool.push(await connect());
-  clients.push(...pool);
+  for (const client of pool) clients.add(client);
   let issued = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -203,79 +203,58 @@ async function compare(direct, gateway, kinds) {
 const sections = [];
 const scaling = [];
 const children = [];
-const clients = [];
+// A Set: the direct HTTP client serves two latency sections and is closed once.
+const clients = new Set();
+
+/** One section of the latency table: the same calls of each kind directly and through the gateway. */
+async function latency(transport, direct, viaGateway, kinds) {
+  clients.add(direct).add(viaGateway);
+  sections.push({ transport, rows: await compare(direct, viaGateway, kinds) });
+}
+
+/** A `tool-ledger gateway --listen` replica in front of the HTTP upstream at `upstreamUrl`; resolves with its URL. */
+async function httpGateway(upstreamUrl) {
+  const gateway = await spawnReady(
+    [cli, 'gateway', '--listen', '127.0.0.1:0', '--schema', schema, '--upstream', upstreamUrl],
+    /serving MCP \(Streamable HTTP\) at (\S+)/,
+  );
+  children.push(gateway.child);
+  return gateway.match[1];
+}
+
 try {
-  const direct = await connectStdio([filesystem, dir]);
-  const viaGateway = await connectStdio([
-    cli,
-    'gateway',
-    '--schema',
-    schema,
-    '--',
-    process.execPath,
-    filesystem,
-    dir,
-  ]);
-  clients.push(direct, viaGateway);
-  sections.push({
-    transport: 'stdio, filesystem server',
-    rows: await compare(direct, viaGateway, STDIO_KINDS),
-  });
+  await latency(
+    'stdio, filesystem server',
+    await connectStdio([filesystem, dir]),
+    await connectStdio([cli, 'gateway', '--schema', schema, '--', process.execPath, filesystem, dir]),
+    STDIO_KINDS,
+  );
 
   const port = await freePort();
   const upstream = await spawnReady([everything, 'streamableHttp'], /listening on port/, {
     PORT: String(port),
   });
   children.push(upstream.child);
-  const gateway = await spawnReady(
-    [
-      cli,
-      'gateway',
-      '--listen',
-      '127.0.0.1:0',
-      '--schema',
-      schema,
-      '--upstream',
-      `http://127.0.0.1:${port}/mcp`,
-    ],
-    /serving MCP \(Streamable HTTP\) at (\S+)/,
+  const upstreamUrl = `http://127.0.0.1:${port}/mcp`;
+  const gatewayUrl = await httpGateway(upstreamUrl);
+  const directHttp = await connectHttp(upstreamUrl);
+  await latency(
+    'Streamable HTTP, everything server (session-based revision, SDK 1.x client)',
+    directHttp,
+    await connectHttp(gatewayUrl),
+    httpKinds('h'),
   );
-  children.push(gateway.child);
-  const directHttp = await connectHttp(`http://127.0.0.1:${port}/mcp`);
-  const gatewayHttp = await connectHttp(gateway.match[1]);
-  clients.push(directHttp, gatewayHttp);
-  sections.push({
-    transport: 'Streamable HTTP, everything server (session-based revision, SDK 1.x client)',
-    rows: await compare(directHttp, gatewayHttp, httpKinds('h')),
-  });
-  const gatewayModern = await connectModern(gateway.match[1]);
-  clients.push(gatewayModern);
-  sections.push({
-    transport:
-      'Streamable HTTP, everything server (2026-07-28 sessionless through the gateway, SDK 2.x client)',
-    rows: await compare(directHttp, gatewayModern, httpKinds('m')),
-  });
+  await latency(
+    'Streamable HTTP, everything server (2026-07-28 sessionless through the gateway, SDK 2.x client)',
+    directHttp,
+    await connectModern(gatewayUrl),
+    httpKinds('m'),
+  );
 
-  const directRate = await throughput(() => connectHttp(`http://127.0.0.1:${port}/mcp`), 'direct');
-  const replicas = [gateway.match[1]];
+  const directRate = await throughput(() => connectHttp(upstreamUrl), 'direct');
+  const replicas = [gatewayUrl];
   for (const count of [1, 2, 4]) {
-    while (replicas.length < count) {
-      const more = await spawnReady(
-        [
-          cli,
-          'gateway',
-          '--listen',
-          '127.0.0.1:0',
-          '--schema',
-          schema,
-          '--upstream',
-          `http://127.0.0.1:${port}/mcp`,
-        ],
-        /serving MCP \(Streamable HTTP\) at (\S+)/,
-      );
-      children.push(more.child);
-      replicas.push(more.match[1]);
-    }
+    while (replicas.length < count) replicas.push(await httpGateway(upstreamUrl));
     const proxy = await roundRobin(replicas.slice(0, count));
     try {
       const rate = await throughput(() => connectModern(proxy.url), `r${count}`);
@@ -286,7 +265,7 @@ try {
   }
   scaling.unshift({ count: 0, rate: directRate, ratio: 1 });
 } finally {
-  await Promise.allSettled(clients.map((c) => c.close()));
+  await Promise.allSettled([...clients].map((c) => c.close()));
   const exits = children.map((child) =>
     child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined,
   );
