@@ -1,4 +1,13 @@
-import { generateText, type ModelMessage, simulateReadableStream, stepCountIs, streamText } from 'ai';
+import {
+  convertToModelMessages,
+  generateText,
+  type ModelMessage,
+  readUIMessageStream,
+  simulateReadableStream,
+  stepCountIs,
+  streamText,
+  type UIMessage,
+} from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -284,5 +293,66 @@ describe('AI SDK approvals recorded in the ledger', () => {
     expect(await resumed.text).toBe('done');
     expect(JSON.stringify(prompts.at(-1))).toContain('{\\"refunded\\":70000}');
     expect(refunds).toEqual([{ order: 'S-1', cents: 70_000 }]);
+  });
+
+  it("works from useChat's UI messages: the approval the client adds, converted to model messages, is recorded", async () => {
+    refunds.length = 0;
+    conversation++;
+    type StreamStep = Awaited<ReturnType<MockLanguageModelV3['doStream']>>;
+    const streamed = (...chunks: unknown[]): StreamStep =>
+      ({
+        stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...chunks] }),
+      }) as StreamStep;
+    const finish = (unified: string) => ({ type: 'finish', finishReason: { unified, raw: unified }, usage });
+    const turns = [
+      streamed(
+        {
+          type: 'tool-call',
+          toolCallId: 'call_u',
+          toolName: 'refund',
+          input: JSON.stringify({ order: 'U-1', cents: 80_000 }),
+        },
+        finish('tool-calls'),
+      ),
+      streamed(
+        { type: 'text-start', id: 't' },
+        { type: 'text-delta', id: 't', delta: 'done' },
+        { type: 'text-end', id: 't' },
+        finish('stop'),
+      ),
+    ];
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        const turn = turns.shift();
+        if (!turn) throw new Error('script exhausted');
+        return turn;
+      },
+    });
+    // The server's route: UI messages in, a UI message stream out, read here as useChat reads it.
+    const user: UIMessage = { id: 'm1', role: 'user', parts: [{ type: 'text', text: 'refund U-1' }] };
+    const first = streamText({
+      model,
+      messages: await convertToModelMessages([user]),
+      tools,
+      stopWhen: stepCountIs(3),
+    });
+    let assistant: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: first.toUIMessageStream() }))
+      assistant = message;
+    const part = assistant?.parts.find((p) => p.type === 'tool-refund') as
+      | { state: string; approval?: { id: string; approved?: boolean; reason?: string } }
+      | undefined;
+    expect(part?.state).toBe('approval-requested');
+    expect(refunds).toEqual([]);
+
+    // What useChat's addToolApprovalResponse does on the client, sent back to the route.
+    part!.state = 'approval-responded';
+    part!.approval = { ...part!.approval!, approved: true, reason: 'checked' };
+    const messages = await convertToModelMessages([user, assistant!], { tools });
+    const recorded = await recordAiApprovals(ledger, { messages, tools, by: 'dana@support' });
+    expect(recorded).toEqual([expect.objectContaining({ toolCallId: 'call_u', approved: true })]);
+    const resumed = streamText({ model, messages, tools, stopWhen: stepCountIs(2) });
+    expect(await resumed.text).toBe('done');
+    expect(refunds).toEqual([{ order: 'U-1', cents: 80_000 }]);
   });
 });
