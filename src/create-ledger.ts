@@ -313,10 +313,10 @@ export async function createLedger(options: LedgerOptions = {}): Promise<Ledger>
           `A tool named "${name}" is already registered on this ledger; tools share keys by name, so give each tool its own name.`,
         );
       }
-      if (definition?.approval !== undefined && (store.partitioned || distributed)) {
+      if (definition?.approval !== undefined && distributed) {
         throw new ToolLedgerError(
           'CONFIG_INVALID',
-          `Tool "${name}": approval is supported on the default table layout only, and this ledger is ${store.partitioned ? "partitioned (layout: 'partitioned')" : 'distributed with Citus'}. Use a table-layout ledger (another schema) for tools that need approvals.`,
+          `Tool "${name}": approval is not supported on a schema distributed with Citus. Use a ledger that is not distributed (another schema, the table or partitioned layout) for tools that need approvals.`,
         );
       }
       const created = createTool(runtime, definition);

@@ -344,6 +344,15 @@ export function ensureAheadSql(schema: string): string {
   return `SELECT count(*)::int AS made FROM ${fn(schema, 'tool_ledger_ensure_partitions')}(now(), now() + make_interval(secs => $1::float8))`;
 }
 
+/**
+ * The one partition of an expiry $1 seconds from now (the transaction's now), made when missing: for a write that
+ * moves a row past what maintenance keeps ahead, such as a call parked for a day awaiting approval. The ones
+ * between are maintenance's job, as in the claim's fallback.
+ */
+export function ensurePartitionOfSql(schema: string): string {
+  return `SELECT count(*)::int AS made FROM ${fn(schema, 'tool_ledger_ensure_partitions')}(now() + make_interval(secs => $1::float8), now() + make_interval(secs => $1::float8))`;
+}
+
 /** The partitions of the ledger table with their bounds, oldest first, for the CLI and tests. */
 export function listPartitionsSql(schema: string): string {
   return `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound

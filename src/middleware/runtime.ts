@@ -27,7 +27,12 @@ export class LedgerRuntime {
 
   /** The statements of approvals, made at their first use: a ledger whose tools never ask makes none. */
   get approvals(): ApprovalStore {
-    this.#approvals ??= new ApprovalStore(this.store.driver, this.config.schema, this.store.channel);
+    this.#approvals ??= new ApprovalStore(
+      this.store.driver,
+      this.config.schema,
+      this.store.channel,
+      this.store.partitioned,
+    );
     return this.#approvals;
   }
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createLedger } from '../../src/index.js';
+import { createLedger, type LedgerOptions } from '../../src/index.js';
 import { databaseUrl, postgresBackend } from '../support/db.js';
 
 // Approvals across processes on real Postgres (docs/ledger.md, "Approvals"): a decision outlives the process that
@@ -28,10 +28,16 @@ interface Worker {
   readonly result: Promise<WorkerResult | undefined>;
 }
 
-function start(mode: 'once' | 'hang', url: string, schema: string, key: string, cents: number): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, mode, url, schema, key, String(cents)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function start(
+  mode: 'once' | 'hang',
+  url: string,
+  schema: string,
+  key: string,
+  cents: number,
+  layout: LedgerOptions,
+): Worker {
+  const args = [WORKER, mode, url, schema, key, String(cents), JSON.stringify(layout)];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   let onStarted = () => {};
@@ -58,8 +64,14 @@ function start(mode: 'once' | 'hang', url: string, schema: string, key: string, 
   return { child, started, result };
 }
 
-describe('approvals across processes on real Postgres', () => {
-  const backend = postgresBackend();
+// The table layout, and the partitioned one, whose approved row moves between partitions as its expiry changes.
+const LAYOUTS: ReadonlyArray<readonly [string, LedgerOptions]> = [
+  ['the table layout', {}],
+  ['the partitioned layout', { layout: 'partitioned', partitionWidthSeconds: 3600 }],
+];
+
+describe.each(LAYOUTS)('approvals across processes on real Postgres, %s', (_layoutName, layout) => {
+  const backend = postgresBackend(layout);
   let schema: string;
 
   beforeAll(async () => {
@@ -72,7 +84,7 @@ describe('approvals across processes on real Postgres', () => {
 
   /** Decides with a ledger of this process: never the worker that asked, nor the one that runs. */
   async function decide(key: string, decision: 'approve' | 'decline', extra: Record<string, unknown> = {}) {
-    const desk = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    const desk = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false, ...layout });
     try {
       const target = { tenant: 'acme', tool: 'refund', key, by: 'ops@acme' };
       return decision === 'approve'
@@ -91,7 +103,7 @@ describe('approvals across processes on real Postgres', () => {
     );
   const pids = new Map<string, number[]>();
   const run = (mode: 'once' | 'hang', key: string, cents: number) => {
-    const worker = start(mode, databaseUrl(), schema, key, cents);
+    const worker = start(mode, databaseUrl(), schema, key, cents, layout);
     pids.set(key, [...(pids.get(key) ?? []), worker.child.pid ?? -1]);
     return worker;
   };

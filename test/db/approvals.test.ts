@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ApprovalRule, Ledger } from '../../src/index.js';
-import { backends, partitionedPostgresBackend } from '../support/db.js';
+import { layouts } from '../support/db.js';
 import { rejection } from '../support/rejection.js';
 
 // Approvals (docs/ledger.md, "Approvals") on real Postgres and the embedded PGlite: every state of a key needing
@@ -10,7 +10,7 @@ import { rejection } from '../support/rejection.js';
 
 const refund = z.object({ order: z.string(), cents: z.number().int().positive() });
 
-describe.each(backends)('approvals on %s', (_name, makeBackend) => {
+describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
   const backend = makeBackend();
 
   async function setup(
@@ -187,6 +187,24 @@ describe.each(backends)('approvals on %s', (_name, makeBackend) => {
     });
   });
 
+  it('after an approval, eight concurrent retries run the handler once and the others get its result', async () => {
+    // On the partitioned layout the takeover moves the row to another partition: the retries must still see a
+    // race they lost (and wait for the result), never a ledger error.
+    const { ledger, tool, runs, row } = await setup({}, { waitSeconds: 30 });
+    await rejection(tool.invoke(args, ctx('crowd')));
+    await ledger.approve({ ...target('crowd'), by: 'ops' });
+    const reports = await Promise.allSettled(
+      Array.from({ length: 8 }, () => tool.invoke(args, ctx('crowd'))),
+    );
+    const failures = reports.filter((r) => r.status === 'rejected').map((r) => String(r.reason));
+    expect(failures).toEqual([]);
+    const outcomes = reports.map((r) => (r as PromiseFulfilledResult<{ outcome: string }>).value.outcome);
+    expect(outcomes.filter((o) => o === 'approved')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'replayed')).toHaveLength(7);
+    expect(runs).toHaveLength(1);
+    expect(await row('crowd')).toMatchObject({ status: 'succeeded', approval: { decision: 'approved' } });
+  });
+
   it('approvalWaitSeconds: a waiting call runs once the approval comes, or gets the decline', async () => {
     const { ledger, tool, runs } = await setup({ approvalWaitSeconds: 10 });
     const started = performance.now();
@@ -232,25 +250,5 @@ describe.each(backends)('approvals on %s', (_name, makeBackend) => {
     expect(() =>
       ledger.tool({ name: 'm', kind: 'mutation', approval: 'yes' as never, handler: () => 1 }),
     ).toThrow(/use 'required' or a function/);
-  });
-});
-
-describe('approvals on the partitioned layout', () => {
-  const backend = partitionedPostgresBackend();
-
-  it('are not supported: a tool with approval is refused with CONFIG_INVALID, and tools without it still run', async () => {
-    const ledger = await backend.open({ waitSeconds: 0 });
-    const error = (() => {
-      try {
-        ledger.tool({ name: 'refund', kind: 'mutation', approval: 'required', handler: () => 1 });
-      } catch (caught) {
-        return caught as { code?: string; message?: string };
-      }
-      return undefined;
-    })();
-    expect(error?.code).toBe('CONFIG_INVALID');
-    expect(error?.message).toContain("partitioned (layout: 'partitioned')");
-    const plain = ledger.tool({ name: 'refund', kind: 'mutation', handler: () => 1 });
-    expect((await plain.invoke({}, { key: 'k', tenant: 'acme' })).outcome).toBe('executed');
   });
 });

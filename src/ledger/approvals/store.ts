@@ -3,6 +3,7 @@ import { type AuditEntry, appendAudit, auditKeyHash, type StoredAuditEntry } fro
 import type { Driver } from '../driver.js';
 import { ledgerUnavailable } from '../driver-errors.js';
 import type { RunFence } from '../fence.js';
+import { ensurePartitionOfSql } from '../partitioned-sql.js';
 import type { ClaimRow, RunKey } from '../run-row.js';
 import {
   approvalStateSql,
@@ -108,12 +109,34 @@ export class ApprovalStore {
   readonly #schema: string;
   readonly #channel: string;
   readonly #sql: ReturnType<typeof statements>;
+  readonly #partitioned: boolean;
 
-  constructor(driver: Driver, schema: string, channel: string) {
+  /**
+   * `partitioned`: the ledger table is range-partitioned by expiry (`layout: 'partitioned'`). There, an update that
+   * changes a row's expiry moves it to another partition, and a concurrent writer of the moved row gets a
+   * serialization failure instead of the row as it now is. So the writes of approvals that move a row (the park,
+   * the approved row's takeover) run in a transaction under the key's advisory lock, as the layout's claim function
+   * and every decision do: writers of one key take turns, and each reads what the previous one committed.
+   */
+  constructor(driver: Driver, schema: string, channel: string, partitioned = false) {
     this.#driver = driver;
     this.#schema = schema;
     this.#channel = channel;
     this.#sql = statements(schema);
+    this.#partitioned = partitioned;
+  }
+
+  /** Runs `write` alone on its connection, or, on the partitioned layout, in a transaction under the key's lock. */
+  async #moving<R>(runKey: RunKey, doing: string, write: (db: Queryable) => Promise<R>): Promise<R> {
+    if (!this.#partitioned) return write(this.#driver);
+    try {
+      return await this.#driver.transaction(async (tx) => {
+        await tx.query(this.#sql.lock, [runKey.tenant, runKey.tool, runKey.key]);
+        return write(tx);
+      });
+    } catch (error) {
+      throw ledgerUnavailable(error, doing);
+    }
   }
 
   async #query<R>(db: Queryable, text: string, params: unknown[], doing: string): Promise<R[]> {
@@ -135,22 +158,29 @@ export class ApprovalStore {
     argumentsJson: string,
   ): Promise<Date | undefined> {
     const { tenant, tool, key } = fence.runKey;
-    const rows = await this.#query<{ deadline_ms: number }>(
-      this.#driver,
-      this.#sql.park,
-      [
-        tenant,
-        tool,
-        key,
-        fence.attempt,
-        fence.leaseOwner,
-        approvalTtlSeconds,
-        ttlSeconds,
-        argumentsJson,
-        this.#channel,
-      ],
-      'save the call awaiting approval',
-    );
+    const doing = 'save the call awaiting approval';
+    const rows = await this.#moving(fence.runKey, doing, async (db) => {
+      // The parked row's expiry (deadline, then TTL) is likely past what maintenance keeps ahead.
+      if (this.#partitioned) {
+        await this.#query(db, this.#sql.partitionOf, [approvalTtlSeconds + ttlSeconds], doing);
+      }
+      return this.#query<{ deadline_ms: number }>(
+        db,
+        this.#sql.park,
+        [
+          tenant,
+          tool,
+          key,
+          fence.attempt,
+          fence.leaseOwner,
+          approvalTtlSeconds,
+          ttlSeconds,
+          argumentsJson,
+          this.#channel,
+        ],
+        doing,
+      );
+    });
     return rows[0] ? new Date(Number(rows[0].deadline_ms)) : undefined;
   }
 
@@ -167,23 +197,26 @@ export class ApprovalStore {
 
   /** Takes an approved row over for this caller; undefined when it is no longer approved as read. */
   async takeApproved(take: TakeApproved): Promise<ApprovedClaim | undefined> {
-    const rows = await this.#query<Record<string, unknown>>(
-      this.#driver,
-      this.#sql.take,
-      [
-        take.runKey.tenant,
-        take.runKey.tool,
-        take.runKey.key,
-        take.attempt,
-        take.user ?? null,
-        take.paramsHash,
-        take.leaseOwner,
-        take.leaseSeconds,
-        take.ttlSeconds,
-        take.traceId ?? null,
-        take.spanId ?? null,
-      ],
-      'take over the approved call',
+    const doing = 'take over the approved call';
+    const rows = await this.#moving(take.runKey, doing, (db) =>
+      this.#query<Record<string, unknown>>(
+        db,
+        this.#sql.take,
+        [
+          take.runKey.tenant,
+          take.runKey.tool,
+          take.runKey.key,
+          take.attempt,
+          take.user ?? null,
+          take.paramsHash,
+          take.leaseOwner,
+          take.leaseSeconds,
+          take.ttlSeconds,
+          take.traceId ?? null,
+          take.spanId ?? null,
+        ],
+        doing,
+      ),
     );
     if (!rows[0]) return undefined;
     rows[0].runKey = take.runKey;
@@ -283,6 +316,7 @@ export interface AwaitingCount {
 function statements(schema: string) {
   return Object.freeze({
     park: parkSql(schema),
+    partitionOf: ensurePartitionOfSql(schema),
     state: approvalStateSql(schema),
     take: takeApprovedSql(schema),
     lock: decisionLockSql(schema),
