@@ -23,26 +23,36 @@ export async function runConcurrent(count, concurrency, task) {
 /**
  * `sides` maps a name to `{ [phase]: (chunk, i) => Promise }`; phases run in the order given, each over `chunks`
  * rounds of `chunkSize` calls per side. A replay phase reuses the chunk and index of the phase before it, so it
- * meets the rows that phase wrote. Round 0 is a warm-up and not counted. Returns, per phase, each side's rate and
- * the milliseconds of every counted round, for `pairRatio`.
+ * meets the rows that phase wrote. Round 0 is a warm-up and not counted. Returns, per phase, each side's rate, the
+ * milliseconds of every counted round, for `pairRatio`, and this process's CPU microseconds (user + system) of each
+ * side's chunk in every counted round (`cpuRounds`), for `pairRatio` too: the client's work, which a neighbour's
+ * load moves less than it moves elapsed time.
  */
 export async function pairedChunks({ sides, phases, chunks, chunkSize, concurrency }) {
   const names = Object.keys(sides);
   const result = {};
   for (const phase of phases) {
     const rounds = [];
+    const cpuRounds = [];
     for (let c = 0; c <= chunks; c++) {
       const round = {};
+      const cpu = {};
       for (let s = 0; s < names.length; s++) {
         const name = names[(c + s) % names.length];
+        const before = process.cpuUsage();
         round[name] = await runConcurrent(chunkSize, concurrency, (i) => sides[name][phase](c, i));
+        const used = process.cpuUsage(before);
+        cpu[name] = used.user + used.system;
       }
-      if (c > 0) rounds.push(round);
+      if (c > 0) {
+        rounds.push(round);
+        cpuRounds.push(cpu);
+      }
     }
     const rate = Object.fromEntries(
       names.map((n) => [n, (chunks * chunkSize * 1000) / rounds.reduce((sum, r) => sum + r[n], 0)]),
     );
-    result[phase] = { rate, rounds };
+    result[phase] = { rate, rounds, cpuRounds };
   }
   return result;
 }
