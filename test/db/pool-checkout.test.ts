@@ -10,7 +10,7 @@ afterAll(() => pool.end());
 describe('checkoutWithin (a bounded pool.connect)', () => {
   it('gives up in time, then destroys the client that arrives late instead of leaking it unguarded', async () => {
     const busy = await pool.connect();
-    const late = checkoutWithin(pool, 50);
+    const late = checkoutWithin(pool, 50, () => {});
     await expect(late).rejects.toMatchObject({ code: 'ETIMEDOUT' });
     expect(pool.waitingCount).toBe(1);
     busy.release();
@@ -21,7 +21,7 @@ describe('checkoutWithin (a bounded pool.connect)', () => {
     expect(pool.waitingCount).toBe(0);
     expect(pool.totalCount - pool.idleCount).toBe(0);
     // And the pool still serves.
-    const again = await checkoutWithin(pool, 5_000);
+    const again = await checkoutWithin(pool, 5_000, () => {});
     expect((await again.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     again.release();
   });

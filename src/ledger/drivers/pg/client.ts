@@ -13,6 +13,8 @@ export interface PgClientLike extends Queryable {
 /** The parts of a `pg.Pool` used here. */
 export interface PgPoolLike extends Queryable {
   connect(): Promise<PgClientLike>;
+  /** pg-pool's callback form, called synchronously as the client is handed over (see `checkoutWithin`). */
+  connect(callback: (error: Error | undefined, client: PgClientLike | undefined) => void): void;
   end(): Promise<void>;
 }
 
@@ -43,20 +45,36 @@ export function withinMs<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 /**
- * `pool.connect()` bounded in time. A client the pool hands out after the caller gave up goes straight back,
- * destroyed: otherwise it would be leaked from the pool and, with pg-pool's own error listener removed on checkout,
- * crash the process with an unhandled 'error' event the moment its connection dies.
+ * `pool.connect()` bounded in time, with `onError` listening on the client from the moment the pool hands it over.
+ *
+ * pg-pool removes its own error listener as it hands a client out. Through the promise form, ours would go on a
+ * microtask later; on a loaded machine the parser can read the server's FATAL (a terminated backend) in the same
+ * chunk as the ReadyForQuery that completed the checkout, and an 'error' event with no listener crashes the process.
+ * The callback form runs synchronously at the handover, so there is no such gap.
+ *
+ * A client the pool hands out after the caller gave up goes straight back, destroyed: otherwise it would be leaked
+ * from the pool.
  */
-export async function checkoutWithin(pool: Pick<PgPoolLike, 'connect'>, ms: number): Promise<PgClientLike> {
-  const pending = pool.connect();
+export async function checkoutWithin(
+  pool: Pick<PgPoolLike, 'connect'>,
+  ms: number,
+  onError: (error: Error) => void,
+): Promise<PgClientLike> {
+  const pending = new Promise<PgClientLike>((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (error || client === undefined) {
+        reject(error ?? new Error('the pool handed over no client'));
+        return;
+      }
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
   try {
     return await withinMs(pending, ms);
   } catch (error) {
     pending.then(
-      (late) => {
-        late.on('error', () => {});
-        late.release(true);
-      },
+      (late) => late.release(true),
       () => {},
     );
     throw error;

@@ -103,9 +103,8 @@ export class PoolerDetector {
     for (let round = 0; round < 3 && this.#state === 'unknown'; round++) {
       const own = () => send<{ pid: number }>(connection, 'SELECT pg_backend_pid() AS pid', undefined, ms);
       const first = await pid(own);
-      const other = await checkoutWithin(this.#pool, ms);
       const onError = () => {};
-      other.on('error', onError);
+      const other = await checkoutWithin(this.#pool, ms, onError);
       let broken: Error | true | undefined;
       try {
         const inTx = (text: string) => withinMs(other.query<{ pid: number }>(text), ms);

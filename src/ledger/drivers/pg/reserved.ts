@@ -132,8 +132,7 @@ export async function openReserved(
     }
     return { client, dispose: destroy };
   }
-  const client = await checkoutWithin(pool, connectMs);
-  client.on('error', lose);
+  const client = await checkoutWithin(pool, connectMs, lose);
   return { client, dispose: () => client.release(true) };
 }
 

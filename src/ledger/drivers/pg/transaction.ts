@@ -23,16 +23,15 @@ async function begin(
   answerTimeoutMs: number,
 ): Promise<{ client: PgClientLike; onError: (error: Error) => void }> {
   for (let attempt = 1; ; attempt++) {
-    let client: PgClientLike;
-    try {
-      client = await checkoutWithin(pool, answerTimeoutMs);
-    } catch (error) {
-      throw ledgerUnavailable(error, 'open a transaction');
-    }
     // pg-pool removes its own error listener while a client is checked out: without this one, a connection
     // that dies mid-transaction would crash the process with an unhandled 'error' event.
     const onError = () => {};
-    client.on('error', onError);
+    let client: PgClientLike;
+    try {
+      client = await checkoutWithin(pool, answerTimeoutMs, onError);
+    } catch (error) {
+      throw ledgerUnavailable(error, 'open a transaction');
+    }
     try {
       await withinMs(client.query('BEGIN'), answerTimeoutMs);
       return { client, onError };
