@@ -44,6 +44,10 @@ form.inline { display: inline; }
 .decision { background: #fff; border: 1px solid var(--line); padding: .8rem 1rem; margin: .8rem 0; }
 .decision fieldset { border: 0; padding: 0; margin: 0 0 .6rem; }
 .decision .buttons { display: flex; gap: .6rem; margin-top: .6rem; }
+.decision .select { margin: 0 0 .4rem; display: flex; align-items: center; gap: .4rem; }
+.decision .select input, .decision fieldset input[type="radio"] { width: auto; }
+.decision .select label { display: inline; }
+.decision.bulk { border-color: var(--accent); }
 .notice { padding: .5rem .8rem; border-radius: 3px; border: 1px solid var(--line); background: #fff; }
 .notice.alert { border-color: var(--bad); color: var(--bad); }
 .notice.status { border-color: var(--ok); color: var(--ok); }

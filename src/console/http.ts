@@ -41,8 +41,23 @@ export class BadForm extends Error {}
 
 const MAX_FORM_BYTES = 64 * 1024;
 
-/** Reads an `application/x-www-form-urlencoded` body, at most 64 KiB; the last value of a repeated name wins. */
-export async function readForm(req: IncomingMessage): Promise<Map<string, string>> {
+/** A posted form: `get` answers the last value of a name, `getAll` every value (the checkboxes of a bulk action). */
+export class Form {
+  readonly #params: URLSearchParams;
+  constructor(params: URLSearchParams) {
+    this.#params = params;
+  }
+  get(name: string): string | undefined {
+    const all = this.#params.getAll(name);
+    return all.length === 0 ? undefined : all[all.length - 1];
+  }
+  getAll(name: string): string[] {
+    return this.#params.getAll(name);
+  }
+}
+
+/** Reads an `application/x-www-form-urlencoded` body, at most 64 KiB. */
+export async function readForm(req: IncomingMessage): Promise<Form> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') throw new BadForm('Send the form as a browser does.');
   let size = 0;
@@ -52,7 +67,7 @@ export async function readForm(req: IncomingMessage): Promise<Map<string, string
     if (size > MAX_FORM_BYTES) throw new BadForm('The form is too large (64 KiB at most).');
     chunks.push(chunk as Buffer);
   }
-  return new Map(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
+  return new Form(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
 }
 
 /**

@@ -4,13 +4,14 @@ import { ToolLedgerError } from '../contract/errors.js';
 import type { SupportDb } from '../support/db.js';
 import { forgottenRecords } from '../support/forget.js';
 import { SupportRefusal } from '../support/refusal.js';
-import { resolutionOf, resolveUnknown } from '../support/resolve.js';
 import { searchRuns } from '../support/search.js';
 import type { ConsoleApprovals } from './approvals.js';
 import { CONSOLE_CSS, WATERFALL_JS } from './assets.js';
+import { ConsoleDecisions, decisionNews } from './decisions.js';
 import { html } from './html.js';
 import {
   BadForm,
+  type Form,
   REFUSAL_STATUS,
   Refused,
   readForm,
@@ -53,6 +54,7 @@ export class ConsoleApp {
   readonly #auth: Authenticator;
   readonly #reads: ConsoleReads;
   readonly #approvals: ConsoleApprovals;
+  readonly #decisions: ConsoleDecisions;
   /** Writes need the flag and someone to record: an authenticated identity, or the named local operator. */
   readonly writable: boolean;
 
@@ -63,6 +65,7 @@ export class ConsoleApp {
     this.#auth = new Authenticator(options);
     this.#reads = new ConsoleReads(db, options);
     this.writable = options.allowWrites && (options.auth !== undefined || options.operator !== undefined);
+    this.#decisions = new ConsoleDecisions(options, db, this.#reads, approvals, this.writable);
   }
 
   #context(identity: Identity): PageContext {
@@ -114,12 +117,7 @@ export class ConsoleApp {
     return redirect(res, '/');
   }
 
-  async #search(
-    req: IncomingMessage,
-    res: ServerResponse,
-    ctx: PageContext,
-    form: Map<string, string> | undefined,
-  ) {
+  async #search(req: IncomingMessage, res: ServerResponse, ctx: PageContext, form: Form | undefined) {
     if (form === undefined) {
       return this.#respond(res, 200, 'Search', ctx, searchFormMarkup(defaultSearchForm(), ctx), '/search');
     }
@@ -169,67 +167,6 @@ export class ConsoleApp {
     );
   }
 
-  async #resolve(res: ServerResponse, ctx: PageContext, id: string, form: Map<string, string>) {
-    if (!this.writable)
-      throw new Refused(403, 'This console is read-only: it was started without --allow-writes.');
-    if (ctx.identity.role !== 'operator')
-      throw new Refused(403, 'Resolving needs the operator role; you are a viewer.');
-    const reason = (form.get('reason') ?? '').trim();
-    if (reason === '') throw new Refused(400, 'Give a reason: it is recorded with your name.');
-    const kind = form.get('resolution');
-    const resolution = resolutionOf({
-      ...(kind === 'result' ? { result: form.get('result') ?? '' } : {}),
-      ...(kind === 'failed' ? { failed: form.get('failed') ?? '' } : {}),
-      rerun: kind === 'rerun',
-    });
-    const row = await this.#reads.row(id);
-    if (row === undefined) throw new Refused(404, `No run ${id}.`);
-    const outcome = await resolveUnknown(this.#db, this.#options.schema, {
-      key: row.idempotency_key,
-      tenant: row.tenant_id,
-      tool: row.tool_name,
-      resolution,
-      by: ctx.identity.actor,
-      reason,
-      dryRun: false,
-      secret: await this.#reads.secret(),
-    });
-    this.#options.log(
-      `tool-ledger console: run ${id} resolved as ${resolution.kind} by ${ctx.identity.actor}`,
-    );
-    const back = form.get('return');
-    const target = back === '/inbox/unknown' ? back : `/runs/${id}`;
-    return redirect(res, `${target}?done=${outcome.runs.length === 0 ? 'nothing' : 'resolved'}`);
-  }
-
-  async #decide(res: ServerResponse, ctx: PageContext, id: string, form: Map<string, string>) {
-    if (!this.writable)
-      throw new Refused(403, 'This console is read-only: it was started without --allow-writes.');
-    if (ctx.identity.role !== 'operator')
-      throw new Refused(403, 'Approving and declining need the operator role; you are a viewer.');
-    const decision = form.get('decision');
-    if (decision !== 'approve' && decision !== 'decline') throw new Refused(400, 'Press Approve or Decline.');
-    const reason = (form.get('reason') ?? '').trim();
-    if (reason === '') throw new Refused(400, 'Give a reason: it is recorded with your name.');
-    const row = await this.#reads.row(id);
-    if (row === undefined) throw new Refused(404, `No run ${id}.`);
-    try {
-      await this.#approvals.decide(
-        { tenant: row.tenant_id, tool: row.tool_name, key: row.idempotency_key },
-        decision,
-        ctx.identity.actor,
-        reason,
-      );
-    } catch (error) {
-      // Lost a race, or nothing waits any more: said plainly, nothing changed.
-      if (error instanceof ToolLedgerError && error.code.startsWith('APPROVAL_'))
-        throw new Refused(409, error.message);
-      throw error;
-    }
-    this.#options.log(`tool-ledger console: run ${id} ${decision}d by ${ctx.identity.actor}`);
-    return redirect(res, `/inbox/approvals?done=${decision}d`);
-  }
-
   /** Answers one request; a refusal is thrown (`Refused`, `SupportRefusal`, `BadForm`) and said by the caller. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://console.invalid');
@@ -252,7 +189,7 @@ export class ConsoleApp {
       );
     }
     const ctx = this.#context(who);
-    let form: Map<string, string> | undefined;
+    let form: Form | undefined;
     if (req.method === 'POST') {
       if (!sameOrigin(req)) throw new Refused(403, 'This form was sent from another site.');
       form = await readForm(req);
@@ -261,18 +198,7 @@ export class ConsoleApp {
     } else if (req.method !== 'GET' && req.method !== 'HEAD') {
       throw new Refused(405, `${req.method} is not allowed here.`);
     }
-    const done = url.searchParams.get('done');
-    const news =
-      done === 'approved' || done === 'declined'
-        ? notice(
-            'status',
-            `${done === 'approved' ? 'Approved' : 'Declined'}: recorded in the audit with your name.`,
-          )
-        : done === 'resolved'
-          ? notice('status', 'Resolved: recorded in the audit with your name.')
-          : done === 'nothing'
-            ? notice('alert', 'Nothing changed: the run had left status unknown meanwhile.')
-            : html``;
+    const news = decisionNews(url.searchParams);
     const run = /^\/runs\/(\d{1,19})$/.exec(path);
     const resolveMatch = /^\/runs\/(\d{1,19})\/resolve$/.exec(path);
     if (path === '/signout' && form !== undefined) {
@@ -307,10 +233,14 @@ export class ConsoleApp {
       );
     }
     const decideMatch = /^\/approvals\/(\d{1,19})\/decide$/.exec(path);
-    if (decideMatch !== null && form !== undefined)
-      return this.#decide(res, ctx, decideMatch[1] as string, form);
-    if (resolveMatch !== null && form !== undefined)
-      return this.#resolve(res, ctx, resolveMatch[1] as string, form);
+    if (form !== undefined) {
+      if (decideMatch !== null)
+        return redirect(res, await this.#decisions.decide(ctx, decideMatch[1] as string, form));
+      if (resolveMatch !== null)
+        return redirect(res, await this.#decisions.resolve(ctx, resolveMatch[1] as string, form));
+      if (path === '/inbox/unknown/bulk') return redirect(res, await this.#decisions.bulkResolve(ctx, form));
+      if (path === '/inbox/approvals/bulk') return redirect(res, await this.#decisions.bulkDecide(ctx, form));
+    }
     if (path === '/inbox/unknown' && form === undefined)
       return this.#respond(
         res,

@@ -42,7 +42,7 @@ async function csrfOf(app: RunningConsole, headers: Record<string, string>): Pro
 function post(
   app: RunningConsole,
   path: string,
-  form: Record<string, string>,
+  form: Record<string, string> | string[][],
   headers: Record<string, string>,
 ) {
   return fetch(new URL(path, app.url), {
@@ -175,6 +175,61 @@ describe('the console refuses', () => {
     );
     expect(ro.status).toBe(403);
     expect(await ro.text()).toContain('read-only');
+    expect(await status()).toBe('unknown');
+  });
+
+  it('a bulk write as it refuses a single one: no CSRF token, a viewer, read-only, no reason, nothing selected', async () => {
+    const bulk = (csrf: string, extra: string[][] = []) => [
+      ['csrf', csrf],
+      ['resolution', 'rerun'],
+      ['reason', 'provider outage, ticket 12'],
+      ['run', unknownRunId],
+      ...extra,
+    ];
+    const headers = bearer(OPERATOR_TOKEN);
+    const viewer = bearer(VIEWER_TOKEN);
+    const noCsrf = await post(tokens, '/inbox/unknown/bulk', bulk('').slice(1), headers);
+    expect(noCsrf.status).toBe(403);
+    expect(await noCsrf.text()).toContain('no valid CSRF token');
+    const byViewer = await post(tokens, '/inbox/unknown/bulk', bulk(await csrfOf(tokens, viewer)), viewer);
+    expect(byViewer.status).toBe(403);
+    expect(await byViewer.text()).toContain('needs the operator role');
+    const decideByViewer = await post(
+      tokens,
+      '/inbox/approvals/bulk',
+      [...bulk(await csrfOf(tokens, viewer)), ['decision', 'decline']],
+      viewer,
+    );
+    expect(decideByViewer.status).toBe(403);
+    const ro = await post(readOnly, '/inbox/unknown/bulk', bulk(await csrfOf(readOnly, {})), {});
+    expect(ro.status).toBe(403);
+    expect(await ro.text()).toContain('read-only');
+    const csrf = await csrfOf(tokens, headers);
+    const noReason = await post(
+      tokens,
+      '/inbox/unknown/bulk',
+      bulk(csrf).map(([k, v]) => [k as string, k === 'reason' ? ' ' : (v as string)]),
+      headers,
+    );
+    expect(noReason.status).toBe(400);
+    const none = await post(
+      tokens,
+      '/inbox/unknown/bulk',
+      bulk(csrf).filter(([k]) => k !== 'run'),
+      headers,
+    );
+    expect(none.status).toBe(400);
+    expect(await none.text()).toContain('Select at least one run');
+    const withResult = await post(
+      tokens,
+      '/inbox/unknown/bulk',
+      bulk(csrf).map(([k, v]) => [k as string, k === 'resolution' ? 'result' : (v as string)]),
+      headers,
+    );
+    expect(withResult.status).toBe(400);
+    expect(await withResult.text()).toContain('give a result one run at a time');
+    const notAnId = await post(tokens, '/inbox/unknown/bulk', bulk(csrf, [['run', '1; DROP']]), headers);
+    expect(notAnId.status).toBe(400);
     expect(await status()).toBe('unknown');
   });
 

@@ -44,3 +44,12 @@ export function resolveForm(runId: string, context: PageContext, returnTo: strin
 <div class="buttons"><button type="submit">Resolve</button></div>
 </form>`;
 }
+
+/**
+ * The box that selects a run for a bulk decision. It sits in the run's own section but belongs to the bulk form
+ * further down (the `form` attribute), so selecting and deciding need no script.
+ */
+export function selectBox(runId: string, formId: string, context: PageContext): Markup {
+  if (writeBlocked(context) !== undefined) return html``;
+  return html`<p class="select"><input type="checkbox" id="${formId}-${runId}" name="run" value="${runId}" form="${formId}"> <label for="${formId}-${runId}">Select run ${runId} for a decision on several at once</label></p>`;
+}
