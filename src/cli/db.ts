@@ -10,6 +10,8 @@ import { CliError, EXIT, maskDatabaseUrl, usageError } from './cli-error.js';
 
 export interface Db {
   query<R>(text: string, params?: unknown[]): Promise<R[]>;
+  /** BEGIN, `fn`, COMMIT on the one client (ROLLBACK when `fn` throws). */
+  transaction<T>(fn: (tx: Pick<Db, 'query'>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -76,10 +78,19 @@ export async function connect(connection: Connection): Promise<Db> {
       { cause: error },
     );
   }
+  const query = async <R>(text: string, params?: unknown[]) => (await client.query(text, params)).rows as R[];
   return {
-    async query<R>(text: string, params?: unknown[]) {
-      const result = await client.query(text, params);
-      return result.rows as R[];
+    query,
+    async transaction(fn) {
+      await client.query('BEGIN');
+      try {
+        const result = await fn({ query });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
     },
     close: () => client.end(),
   };

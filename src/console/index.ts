@@ -4,6 +4,7 @@ import pg from 'pg';
 import { ToolLedgerError } from '../contract/errors.js';
 import { maskUrlPassword } from '../ledger/drivers/connection-url.js';
 import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
+import type { SupportDb } from '../support/db.js';
 import { tableExistsSql } from '../support/sql.js';
 import { ConsoleApprovals } from './approvals.js';
 import { type ConsoleOptions, resolveConsoleOptions } from './options.js';
@@ -52,8 +53,26 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     options: `-c statement_timeout=15000${writable ? '' : ' -c default_transaction_read_only=on'}`,
   });
   pool.on('error', () => {});
-  const db = {
+  const db: SupportDb = {
     query: async <R>(text: string, params?: unknown[]) => (await pool.query(text, params)).rows as R[],
+    // A decision and its audit entries on one connection of the pool, committed together.
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn({
+          query: async <R>(text: string, params?: unknown[]) =>
+            (await client.query(text, params)).rows as R[],
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
   };
   try {
     const [row] = await db.query<{ exists: boolean }>(tableExistsSql, [resolved.schema]);

@@ -1,3 +1,4 @@
+import { appendChanges, chainKeyHash, requireAuditChain } from './audit.js';
 import type { SupportDb } from './db.js';
 import { auditedKey, type KeyForm, keyForm } from './key-form.js';
 import { SupportRefusal } from './refusal.js';
@@ -34,8 +35,9 @@ export interface ForgetOutcome {
 }
 
 /**
- * Deletes a key's runs and records each deletion (who, when, why, the key as telemetry shows it) in one statement;
- * as a dry run, lists the runs it would delete.
+ * Deletes a key's runs and records each deletion (who, when, why, the key as telemetry shows it) in one statement,
+ * and appends one entry per run to the audit chain in the same transaction; as a dry run, lists the runs it would
+ * delete.
  */
 export async function forgetKey(
   db: SupportDb,
@@ -73,10 +75,29 @@ export async function forgetKey(
       `This key may hold personal data, so the audit records only its HMAC, and there is no secret to make it: ${noSecretHelp(schema)}, then forget again.`,
     );
   }
-  const rows = await db.query<{ run_id: string; tenant_id: string; tool_name: string; forgotten_at: Date }>(
-    forgetKeySql(schema),
-    [...params, recordedKey.attribute, recordedKey.value, request.by, request.reason ?? null],
-  );
+  await requireAuditChain(db, schema, 'forget');
+  const keyHash = await chainKeyHash(db, schema, request.key);
+  const rows = await db.transaction(async (tx) => {
+    // The intents as they were, for the chain: the delete's own audit row keeps no fingerprint.
+    const before = await tx.query<{ id: string; parameter_hash: string }>(runsByKeySql(schema), params);
+    const fingerprints = new Map(before.map((r) => [r.id, r.parameter_hash]));
+    const gone = await tx.query<{ run_id: string; tenant_id: string; tool_name: string; forgotten_at: Date }>(
+      forgetKeySql(schema),
+      [...params, recordedKey.attribute, recordedKey.value, request.by, request.reason ?? null],
+    );
+    await appendChanges(
+      tx,
+      schema,
+      { action: 'forget', actor: request.by, reason: request.reason ?? null, keyHash, detail: null },
+      gone.map((r) => ({
+        runId: r.run_id,
+        tenant: r.tenant_id,
+        tool: r.tool_name,
+        fingerprint: fingerprints.get(r.run_id) ?? null,
+      })),
+    );
+    return gone;
+  });
   const runs = rows.map((r) => ({
     runId: r.run_id,
     tenant: r.tenant_id,

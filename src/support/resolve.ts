@@ -1,3 +1,4 @@
+import { appendChanges, chainKeyHash, requireAuditChain } from './audit.js';
 import type { SupportDb } from './db.js';
 import { auditedKey, type KeyForm, keyForm } from './key-form.js';
 import { SupportRefusal } from './refusal.js';
@@ -110,7 +111,7 @@ const scopeWords = (r: ResolveRequest) =>
 
 /**
  * Settles one run in status `unknown` (an interrupted effect whose rule was `'fail'`), with an audit record of who,
- * when and how, in one statement; or, as a dry run, names the run it would settle. Refuses when the key names no
+ * when and how, in one statement, and its entry in the audit chain in the same transaction; or, as a dry run, names the run it would settle. Refuses when the key names no
  * unknown run or more than one, and when there is no actor.
  */
 export async function resolveUnknown(
@@ -122,10 +123,12 @@ export async function resolveUnknown(
     throw new SupportRefusal('invalid', 'A resolution names who made it: give the operator (--by WHO).');
   const params = [request.key, request.tenant ?? null, request.tool ?? null];
   const form = keyForm(request.key, request.secret);
-  const candidates = await db.query<{ id: string; tenant_id: string; tool_name: string }>(
-    unknownRunsByKeySql(schema),
-    params,
-  );
+  const candidates = await db.query<{
+    id: string;
+    tenant_id: string;
+    tool_name: string;
+    parameter_hash: string;
+  }>(unknownRunsByKeySql(schema), params);
   if (candidates.length === 0) {
     throw new SupportRefusal(
       'not_found',
@@ -161,20 +164,43 @@ export async function resolveUnknown(
       `This key may hold personal data, so the audit records only its HMAC, and there is no secret to make it: ${noSecretHelp(schema)}, then resolve again.`,
     );
   }
+  await requireAuditChain(db, schema, 'resolve');
+  const keyHash = await chainKeyHash(db, schema, request.key);
   const { resolution } = request;
-  const settled = await db.query<{ run_id: string; tenant_id: string; tool_name: string; resolved_at: Date }>(
-    resolveUnknownSql(schema),
-    [
-      ...params,
-      resolution.kind,
-      resolution.kind === 'result' ? resolution.resultJson : null,
-      storedErrorOf(resolution, request.by),
-      recorded.attribute,
-      recorded.value,
-      request.by,
-      request.reason ?? null,
-    ],
-  );
+  const settled = await db.transaction(async (tx) => {
+    const done = await tx.query<{ run_id: string; tenant_id: string; tool_name: string; resolved_at: Date }>(
+      resolveUnknownSql(schema),
+      [
+        ...params,
+        resolution.kind,
+        resolution.kind === 'result' ? resolution.resultJson : null,
+        storedErrorOf(resolution, request.by),
+        recorded.attribute,
+        recorded.value,
+        request.by,
+        request.reason ?? null,
+      ],
+    );
+    const fingerprints = new Map(candidates.map((c) => [c.id, c.parameter_hash]));
+    await appendChanges(
+      tx,
+      schema,
+      {
+        action: 'resolve',
+        actor: request.by,
+        reason: request.reason ?? null,
+        keyHash,
+        detail: { resolution: resolution.kind },
+      },
+      done.map((r) => ({
+        runId: r.run_id,
+        tenant: r.tenant_id,
+        tool: r.tool_name,
+        fingerprint: fingerprints.get(r.run_id) ?? null,
+      })),
+    );
+    return done;
+  });
   const runs = settled.map((r) => ({
     runId: r.run_id,
     tenant: r.tenant_id,

@@ -1,3 +1,5 @@
+import { AUDIT_COLUMNS } from '../ledger/audit/chain.js';
+import { auditTable } from '../ledger/audit/tables.js';
 import {
   forgottenTable,
   KEY_HASH_SECRET_SETTING,
@@ -149,7 +151,7 @@ RETURNING run_id::text AS run_id, tenant_id, tool_name, resolved_at`;
 
 /** The unknown runs of a key, to check that `resolve` names exactly one. $1 key, $2 tenant or null, $3 tool or null. */
 export function unknownRunsByKeySql(schema: string): string {
-  return `SELECT id::text AS id, tenant_id, tool_name, error_json FROM ${runsTable(schema)}
+  return `SELECT id::text AS id, tenant_id, tool_name, parameter_hash, error_json FROM ${runsTable(schema)}
 WHERE idempotency_key = $1::text AND ($2::text IS NULL OR tenant_id = $2::text)
   AND ($3::text IS NULL OR tool_name = $3::text) AND status = 'unknown'
 ORDER BY tenant_id, tool_name`;
@@ -157,3 +159,11 @@ ORDER BY tenant_id, tool_name`;
 
 /** Whether the resolve audit table exists (migration 7). $1 schema. */
 export const resolvedTableExistsSql = `SELECT to_regclass(format('%I.tool_runs_resolved', $1::text)) IS NOT NULL AS exists`;
+
+/** The audit chain's entries of one run, oldest first (`inspect`, the console's run page). $1 run id. */
+export function auditEntriesByRunSql(schema: string): string {
+  return `SELECT ${AUDIT_COLUMNS} FROM ${auditTable(schema)} a
+WHERE a.run_id = $1::bigint
+ORDER BY a.at ASC, a.id ASC
+LIMIT 100`;
+}

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError } from '../../src/cli/cli-error.js';
 import { run } from '../../src/cli/main.js';
-import { createLedger, type Ledger, ToolLedgerError } from '../../src/index.js';
+import { createLedger, type Ledger, OutcomeUnknownError, ToolLedgerError } from '../../src/index.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
 import { databaseUrl, ownSchemas } from '../support/db.js';
 
@@ -317,5 +317,153 @@ describe('tool-ledger audit --verify', () => {
   it('needs --verify (exit 2)', async () => {
     const r = await cli(schema, 'audit');
     expect(r.code).toBe(2);
+  });
+});
+
+describe('forget and resolve in the audit chain, and inspect showing it', () => {
+  it('resolve appends its entry with the decision, inspect lists approve and resolve, and the chain holds', async () => {
+    const { schema, ledger, call, parked } = await setUp();
+    await parked('refund-o_5');
+    expect(
+      (await cli(schema, 'approve', ...target('refund-o_5'), '--by', 'ana', '--reason', 'ok')).code,
+    ).toBe(0);
+    await call({ cents: 50_000 }, 'refund-o_5');
+    let tries = 0;
+    const charge = ledger.tool({
+      name: 'charge',
+      kind: 'mutation',
+      handler: (_: unknown, ctx) =>
+        ctx.step('charge', () => {
+          tries++;
+          throw new OutcomeUnknownError('the provider hung up');
+        }),
+    });
+    await expect(charge.call({ cents: 1 }, { key: 'ch-1', tenant: 'acme' })).rejects.toMatchObject({
+      code: 'OUTCOME_UNKNOWN',
+    });
+    const resolved = await cli(
+      schema,
+      'resolve',
+      '--tenant',
+      'acme',
+      '--key',
+      'ch-1',
+      '--failed',
+      'card declined',
+      '--yes',
+      '--by',
+      'cy',
+      '--reason',
+      'seen in the provider',
+    );
+    expect(resolved.code, resolved.err).toBe(0);
+    const [entry] = (
+      await admin.query(
+        `SELECT actor, action, tool_name, key_hash, fingerprint, reason, detail FROM "${schema}".tool_ledger_audit WHERE action = 'resolve'`,
+      )
+    ).rows;
+    const [run] = (
+      await admin.query(`SELECT parameter_hash FROM "${schema}".tool_runs WHERE idempotency_key = 'ch-1'`)
+    ).rows;
+    expect(entry).toEqual({
+      actor: 'cy',
+      action: 'resolve',
+      tool_name: 'charge',
+      key_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      fingerprint: run.parameter_hash,
+      reason: 'seen in the provider',
+      detail: { resolution: 'failed' },
+    });
+    expect(entry.key_hash).not.toContain('ch-1');
+    expect(tries).toBe(1);
+    const approved = await cli(schema, 'inspect', ...target('refund-o_5'));
+    expect(approved.out).toMatch(
+      /audit chain \(tool_ledger_audit\):\n {2}\S+ approve by ana: ok \[entry \d+\]/,
+    );
+    const settled = await cli(
+      schema,
+      'inspect',
+      '--tenant',
+      'acme',
+      '--tool',
+      'charge',
+      '--key',
+      'ch-1',
+      '--json',
+    );
+    expect(JSON.parse(settled.out).audit).toEqual([
+      expect.objectContaining({ action: 'resolve', by: 'cy', reason: 'seen in the provider' }),
+    ]);
+    expect(settled.err).toBe('');
+    const verified = await cli(schema, 'audit', '--verify');
+    expect(verified.out).toMatch(/holds: 2 entries over 1 tenant/);
+  });
+
+  it('forget appends one entry per run deleted, in each run tenant chain; inspect shows them for the forgotten key', async () => {
+    const { schema, ledger } = await setUp();
+    const note = ledger.tool({ name: 'note', kind: 'mutation', handler: () => 'ok' });
+    await note.call({ n: 1 }, { key: 'gone-1', tenant: 'acme' });
+    await note.call({ n: 2 }, { key: 'gone-1', tenant: 'globex' });
+    const dry = await cli(schema, 'forget', '--key', 'gone-1');
+    expect(dry.code).toBe(0);
+    expect(
+      (await admin.query(`SELECT count(*)::int AS n FROM "${schema}".tool_ledger_audit`)).rows[0].n,
+    ).toBe(0);
+    const r = await cli(
+      schema,
+      'forget',
+      '--key',
+      'gone-1',
+      '--yes',
+      '--by',
+      'dpo',
+      '--reason',
+      'erasure 88',
+    );
+    expect(r.code, r.err).toBe(0);
+    const entries = (
+      await admin.query(
+        `SELECT tenant_id, action, actor, reason, run_id::text AS run_id, fingerprint FROM "${schema}".tool_ledger_audit ORDER BY tenant_id`,
+      )
+    ).rows;
+    expect(entries).toEqual([
+      expect.objectContaining({ tenant_id: 'acme', action: 'forget', actor: 'dpo', reason: 'erasure 88' }),
+      expect.objectContaining({ tenant_id: 'globex', action: 'forget', actor: 'dpo', reason: 'erasure 88' }),
+    ]);
+    for (const e of entries) expect(e.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    const shown = await cli(schema, 'inspect', '--key', 'gone-1');
+    expect(shown.code).toBe(3);
+    expect(shown.out).toMatch(/it was forgotten/);
+    expect(shown.out).toMatch(
+      /audit chain \(tool_ledger_audit\):\n {2}\S+ forget by dpo: erasure 88 \[entry \d+\]/,
+    );
+    const verified = await cli(schema, 'audit', '--verify', '--json');
+    expect(JSON.parse(verified.out)).toMatchObject({ holds: true, entries: 2, tenants: 2 });
+  });
+
+  it('a change whose audit entry cannot be appended is rolled back: nothing forgotten unaudited', async () => {
+    const { schema, ledger } = await setUp();
+    const note = ledger.tool({ name: 'note', kind: 'mutation', handler: () => 'ok' });
+    await note.call({}, { key: 'kept-1', tenant: 'acme' });
+    // Any failure of the append (here the table refusing every insert) must take the delete with it.
+    const client = await admin.connect();
+    try {
+      await client.query(`CREATE FUNCTION "${schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'audit refused for the test'; END $$`);
+      await client.query(
+        `CREATE TRIGGER refuse_insert BEFORE INSERT ON "${schema}".tool_ledger_audit FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse()`,
+      );
+    } finally {
+      client.release();
+    }
+    const r = await cli(schema, 'forget', '--key', 'kept-1', '--yes', '--by', 'dpo');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/audit refused for the test/);
+    const left = await admin.query(
+      `SELECT count(*)::int AS n FROM "${schema}".tool_runs WHERE idempotency_key = 'kept-1'`,
+    );
+    expect(left.rows[0].n).toBe(1);
+    const records = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".tool_runs_forgotten`);
+    expect(records.rows[0].n).toBe(0);
   });
 });

@@ -28,7 +28,7 @@ export const help: CommandHelp = {
       text: [
         'List the runs with key K that would be deleted (dry run);',
         '--yes --by WHO deletes them and records who, when and why',
-        '(key as HMAC) in tool_runs_forgotten',
+        '(key as HMAC) in tool_runs_forgotten and the audit chain',
       ],
     },
   ],

@@ -1,3 +1,4 @@
+import { auditEntriesOf, type RunAuditEntry } from '../../support/audit.js';
 import { forgottenRecords } from '../../support/forget.js';
 import { keyForm } from '../../support/key-form.js';
 import { settlementsOf } from '../../support/resolve.js';
@@ -88,35 +89,42 @@ export interface InspectOptions {
 export async function run(io: Io, opts: InspectOptions): Promise<number> {
   const { lookup } = opts;
   const schema = opts.connection.schema;
-  const { rows, secret, forgotten, settled } = await withDb(opts.connection, async (db) => {
-    await requireLedgerTable(db, schema);
-    const sql = lookup.by === 'key' ? runsByKeySql(schema) : runsByJobSql(schema);
-    const found = await db.query<InspectRow>(sql, [
-      lookup.by === 'key' ? lookup.key : lookup.jobId,
-      lookup.tenant ?? null,
-      lookup.tool ?? null,
-    ]);
-    // User ids (and keys found through their job) are shown the way telemetry shows ids, which needs the secret.
-    const secret = await supportSecret(io.env, db, schema);
-    const forgotten =
-      found.length === 0 && lookup.by === 'key'
-        ? await forgottenRecords(db, schema, lookup.key, secret?.secret, lookup.tenant, lookup.tool)
-        : [];
-    const settled = await Promise.all(found.map((row) => settlementsOf(db, schema, row.id)));
-    return { rows: found, secret, forgotten, settled };
-  });
+  const { rows, secret, forgotten, settled, audits, forgottenAudits } = await withDb(
+    opts.connection,
+    async (db) => {
+      await requireLedgerTable(db, schema);
+      const sql = lookup.by === 'key' ? runsByKeySql(schema) : runsByJobSql(schema);
+      const found = await db.query<InspectRow>(sql, [
+        lookup.by === 'key' ? lookup.key : lookup.jobId,
+        lookup.tenant ?? null,
+        lookup.tool ?? null,
+      ]);
+      // User ids (and keys found through their job) are shown the way telemetry shows ids, which needs the secret.
+      const secret = await supportSecret(io.env, db, schema);
+      const forgotten =
+        found.length === 0 && lookup.by === 'key'
+          ? await forgottenRecords(db, schema, lookup.key, secret?.secret, lookup.tenant, lookup.tool)
+          : [];
+      const settled = await Promise.all(found.map((row) => settlementsOf(db, schema, row.id)));
+      // Every decision a person took on each run, from the audit chain: approve, decline, resolve, forget.
+      const audits = await Promise.all(found.map((row) => auditEntriesOf(db, schema, row.id)));
+      const forgottenAudits = await Promise.all(forgotten.map((r) => auditEntriesOf(db, schema, r.runId)));
+      return { rows: found, secret, forgotten, settled, audits, forgottenAudits };
+    },
+  );
   if (rows.length === 0 && forgotten.length > 0) {
-    const records = forgotten;
+    const records = forgotten.map((r, i) => ({ ...r, audit: forgottenAudits[i] ?? [] }));
     print(io, opts.json, { schema, runs: [], forgotten: records }, () =>
       [
         `No run for ${describeLookup(lookup)} in schema ${quoted(schema)}: it was forgotten (tool-ledger forget).`,
-        ...records.map((r) =>
-          fields([
-            ['run', `${r.runId} (tenant ${quoted(r.tenant)}, tool ${quoted(r.tool)})`],
-            ['forgotten', formatTime(r.forgottenAt)],
-            ['by', r.forgottenBy],
-            ['reason', r.reason ?? '- (none given)'],
-          ]),
+        ...records.map(
+          (r) =>
+            fields([
+              ['run', `${r.runId} (tenant ${quoted(r.tenant)}, tool ${quoted(r.tool)})`],
+              ['forgotten', formatTime(r.forgottenAt)],
+              ['by', r.forgottenBy],
+              ['reason', r.reason ?? '- (none given)'],
+            ]) + auditText(r.audit),
         ),
       ].join('\n'),
     );
@@ -143,12 +151,14 @@ export async function run(io: Io, opts: InspectOptions): Promise<number> {
       opts.jaegerUrl,
       schema,
     );
+    const audit = audits[i] ?? [];
+    const withAudit = { data: { ...run.data, audit }, text: `${run.text}${auditText(audit)}` };
     // How an operator settled it (tool-ledger resolve, or the console), from the audit.
     const resolutions = settled[i] ?? [];
-    if (resolutions.length === 0) return run;
+    if (resolutions.length === 0) return withAudit;
     return {
-      data: { ...run.data, resolutions },
-      text: `${run.text}\nsettled (tool_runs_resolved):\n${resolutions
+      data: { ...withAudit.data, resolutions },
+      text: `${withAudit.text}\nsettled (tool_runs_resolved):\n${resolutions
         .map(
           (r) =>
             `  ${formatTime(r.at)} as ${r.resolution} by ${escapeTerminal(r.by)}${r.reason === null ? '' : `: ${escapeTerminal(r.reason)}`}`,
@@ -191,4 +201,16 @@ export async function run(io: Io, opts: InspectOptions): Promise<number> {
         ),
   );
   return EXIT.OK;
+}
+
+/** A run's entries of the audit chain, one line each (the reason scrubbed); nothing when it has none. */
+function auditText(entries: readonly RunAuditEntry[]): string {
+  if (entries.length === 0) return '';
+  const line = (e: RunAuditEntry) => {
+    const edited = e.detail?.edited === true ? ` (edited: runs ${e.approvedFingerprint})` : '';
+    const how = typeof e.detail?.resolution === 'string' ? ` as ${e.detail.resolution}` : '';
+    const why = e.reason === null ? '' : `: ${e.reason}`;
+    return `  ${formatTime(e.at)} ${e.action}${how} by ${escapeTerminal(`${e.by}${why}`)}${edited} [entry ${e.id}]`;
+  };
+  return `\naudit chain (tool_ledger_audit):\n${entries.map(line).join('\n')}`;
 }
