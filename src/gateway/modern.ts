@@ -4,8 +4,9 @@ import { isRecord } from '../integrations/shared/adapter-tool.js';
 import { handleToolCall } from './call.js';
 import { gatewayLedgerToolFor } from './ledger-tools.js';
 import type { SessionShared } from './session.js';
+import { type ListName, SharedUpstreamRelay } from './shared-relay.js';
 import { ToolLookup } from './tool-lookup.js';
-import type { CommandUpstream, GatewayIdentity, UrlUpstream } from './types.js';
+import type { CommandUpstream, GatewayIdentity, JsonRpcMessage, UrlUpstream } from './types.js';
 import { connectUpstream, type UpstreamConnection } from './upstream-probe.js';
 
 // The 2026-07-28 revision (sessionless Streamable HTTP, server discovery), served by @modelcontextprotocol/server
@@ -18,7 +19,31 @@ type ServerSdk = typeof import('@modelcontextprotocol/server');
 type Handler = {
   fetch(request: Request, options?: { parsedBody?: unknown; authInfo?: unknown }): Promise<Response>;
   close(): Promise<void>;
+  notify: { toolsChanged(): void; promptsChanged(): void; resourcesChanged(): void };
 };
+/** What a 2.x request handler is given, as far as the gateway uses it. */
+type HandlerContext = {
+  mcpReq: { notify(notification: { method: string; params?: Record<string, unknown> }): Promise<void> };
+};
+
+/**
+ * Requests of the upstream's own on the shared connection: a ping is answered; sampling, elicitation and roots
+ * cannot be asked of a client of this revision (they would have to become its `input_required` rounds, which end
+ * the HTTP exchange while the upstream's call waits on this connection), so they are refused at once instead of
+ * leaving the upstream to time out.
+ */
+function answerUpstreamRequest(message: JsonRpcMessage): JsonRpcMessage {
+  const id = message.id as string | number;
+  if (message.method === 'ping') return { jsonrpc: '2.0', id, result: {} };
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: -32601,
+      message: `tool-ledger gateway: ${message.method} is not relayed to clients of the 2026-07-28 revision (sessionless: the gateway cannot ask the client mid-call).`,
+    },
+  };
+}
 
 async function loadServerSdk(): Promise<ServerSdk> {
   try {
@@ -49,16 +74,26 @@ export interface ModernLeg {
   close(): Promise<void>;
 }
 
-export async function modernLeg(
+/**
+ * The one upstream connection the sessionless requests share: opened at the first request, opened again by the
+ * next one after it went. Requests of the upstream's own are answered (`answerUpstreamRequest`), its notifications
+ * go to the relay, responses to the requests that wait for them.
+ */
+function sharedConnection(
   shared: SessionShared,
   upstream: CommandUpstream | UrlUpstream,
-  identityKey: string,
-): Promise<ModernLeg> {
-  const sdk = await loadServerSdk();
+  relay: SharedUpstreamRelay,
+): { connected(): Promise<UpstreamConnection>; close(): Promise<void> } {
   let connection: Promise<UpstreamConnection> | undefined;
   const connected = (): Promise<UpstreamConnection> => {
     connection ??= connectUpstream(upstream, shared.settings.upstreamConnectTimeoutMs, shared.log).then(
       (c) => {
+        const take = c.transport.onmessage;
+        c.transport.onmessage = (message, extra) => {
+          if (message.id !== undefined && typeof message.method === 'string') {
+            c.transport.send(answerUpstreamRequest(message)).catch(() => {});
+          } else if (!relay.take(message)) take?.(message, extra);
+        };
         const closed = c.transport.onclose;
         c.transport.onclose = () => {
           closed?.();
@@ -73,6 +108,33 @@ export async function modernLeg(
     });
     return connection;
   };
+  return {
+    connected,
+    async close() {
+      const open = connection;
+      connection = undefined;
+      if (open) await (await open.catch(() => undefined))?.transport.close().catch(() => {});
+    },
+  };
+}
+
+export async function modernLeg(
+  shared: SessionShared,
+  upstream: CommandUpstream | UrlUpstream,
+  identityKey: string,
+): Promise<ModernLeg> {
+  const sdk = await loadServerSdk();
+  let handler: Handler | undefined;
+  const relay = new SharedUpstreamRelay((list: ListName) => {
+    // The annotations are read again, and clients listening through subscriptions/listen are told.
+    if (list === 'tools') shared.catalog.invalidate();
+    const notify = handler?.notify;
+    if (list === 'tools') notify?.toolsChanged();
+    else if (list === 'prompts') notify?.promptsChanged();
+    else notify?.resourcesChanged();
+  });
+  const upstreamConnection = sharedConnection(shared, upstream, relay);
+  const connected = upstreamConnection.connected;
 
   const build = async (identity: GatewayIdentity) => {
     const up = await connected();
@@ -93,35 +155,48 @@ export async function modernLeg(
       });
     const set = server.setRequestHandler.bind(server) as (
       method: string,
-      handler: (request: { params?: unknown }, ctx: unknown) => Promise<unknown>,
+      handler: (request: { params?: unknown }, ctx: HandlerContext) => Promise<unknown>,
     ) => void;
+    // Progress the upstream reports goes back on this request's own response stream (SSE).
+    const withProgress = <T>(
+      params: unknown,
+      ctx: HandlerContext,
+      run: (params: Record<string, unknown>) => Promise<T>,
+    ): Promise<T> =>
+      relay.withProgress(
+        isRecord(params) ? params : {},
+        (progress) => ctx.mcpReq.notify({ method: 'notifications/progress', params: progress }),
+        run,
+      );
     set('tools/list', async (request) => {
       const generation = shared.catalog.generation;
       return shared.catalog.rewriteList(await forward('tools/list', request.params), generation);
     });
-    set('tools/call', async (request) => {
-      const params = isRecord(request.params) ? request.params : {};
-      const name = params.name;
+    set('tools/call', async (request, ctx) => {
+      const name = isRecord(request.params) ? request.params.name : undefined;
       if (typeof name !== 'string')
         throw new Error('tools/call needs params.name, the name of the tool to call.');
-      const answer = await handleToolCall({
-        params,
-        facts: await lookup.facts(name),
-        ledgerTool: (facts) => gatewayLedgerToolFor(shared.ledger as Ledger, facts),
-        upstream: up.requests,
-        identity,
-        gate: shared.gate,
-        keyField: shared.keyField,
-        defaultTimeoutMs: shared.settings.upstreamCallTimeoutMs,
-        // No session on this revision: the span carries the revision and no mcp.session.id.
-        transport: {
-          requestId: undefined,
-          sessionId: undefined,
-          protocolVersion: '2026-07-28',
-          network: 'tcp',
-        },
-        signal: undefined,
-      });
+      const facts = await lookup.facts(name);
+      const answer = await withProgress(request.params, ctx, (params) =>
+        handleToolCall({
+          params,
+          facts,
+          ledgerTool: (facts) => gatewayLedgerToolFor(shared.ledger as Ledger, facts),
+          upstream: up.requests,
+          identity,
+          gate: shared.gate,
+          keyField: shared.keyField,
+          defaultTimeoutMs: shared.settings.upstreamCallTimeoutMs,
+          // No session on this revision: the span carries the revision and no mcp.session.id.
+          transport: {
+            requestId: undefined,
+            sessionId: undefined,
+            protocolVersion: '2026-07-28',
+            network: 'tcp',
+          },
+          signal: undefined,
+        }),
+      );
       if ('error' in answer)
         throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
       return answer.result;
@@ -136,12 +211,14 @@ export async function modernLeg(
     };
     for (const method of RELAYED) {
       if (capabilities[capabilityOf[method]] === undefined) continue;
-      set(method, async (request) => forward(method, request.params));
+      set(method, async (request, ctx) =>
+        withProgress(request.params, ctx, (params) => forward(method, params)),
+      );
     }
     return server;
   };
 
-  const handler = sdk.createMcpHandler(
+  handler = sdk.createMcpHandler(
     async (ctx) => {
       const carried = (ctx.authInfo as { extra?: Record<string, unknown> } | undefined)?.extra?.[identityKey];
       return build(
@@ -170,9 +247,7 @@ export async function modernLeg(
       }),
     async close() {
       await handler.close();
-      const open = connection;
-      connection = undefined;
-      if (open) await (await open.catch(() => undefined))?.transport.close().catch(() => {});
+      await upstreamConnection.close();
     },
   };
 }
