@@ -197,14 +197,8 @@ export function approvalHandlers(settings: ApprovalSettings, run: RunWon): Appro
     const { request } = call;
     const taken = await runtime.approvals.takeApproved({
       runKey: row.runKey,
+      fields: request,
       attempt: row.attempt,
-      user: request.user,
-      paramsHash: request.paramsHash,
-      leaseOwner: request.leaseOwner,
-      leaseSeconds: request.leaseSeconds,
-      ttlSeconds: request.ttlSeconds,
-      traceId: request.traceId,
-      spanId: request.spanId,
     });
     // Another caller took it first (and runs it): claim again, which waits for its result or replays it.
     if (!taken) return 'race';

@@ -1,5 +1,6 @@
 import { quoteLiteral } from '../migrations.js';
 import { KEY_LOCK_CLASS } from '../partitioned-sql.js';
+import { TAKE } from '../sql/claim-fields.js';
 import { epochMs, expired, RUN_COLUMNS } from '../sql/columns.js';
 import { runsTable } from '../sql/names.js';
 import { KEY_FENCE } from '../sql/runs.js';
@@ -61,17 +62,16 @@ export function approvalStateSql(schema: string): string {
  * The next call after an approval takes the approved row over, as a claim takes over a retryable failure: a new
  * attempt under this caller's lease, the approval kept. Only the same user's call with the intent's fingerprint,
  * only the row as the caller read it (`attempt`), and only while the row is within its TTL. Answers the claim's
- * columns plus the approval, or no row when another caller took it first. $1 tenant, $2 tool, $3 key, $4 the
- * attempt read, $5 user, $6 parameter hash, $7 lease owner, $8 lease seconds, $9 TTL seconds, $10 trace id,
- * $11 span id.
+ * columns plus the approval, or no row when another caller took it first. Parameters: `takeParams(fields,
+ * attempt)` (sql/claim-fields.ts), numbered by `TAKE`, whose first three are the key as `KEY` reads it.
  */
 export function takeApprovedSql(schema: string): string {
   return `UPDATE ${runsTable(schema)} AS r SET status = 'in_progress', attempt = r.attempt + 1, final = false,
-  lease_owner = $7::text, lease_expires_at = now() + make_interval(secs => $8::float8),
-  result_json = NULL, error_json = NULL, trace_id = $10::text, span_id = $11::text, started_at = now(),
-  updated_at = now(), completed_at = NULL, expires_at = now() + make_interval(secs => $9::float8)
-WHERE ${KEY('r')} AND r.status = 'approved' AND r.attempt = $4::integer AND r.parameter_hash = $6::text
-  AND r.user_id IS NOT DISTINCT FROM $5::text AND NOT ${expired('r')}
+  lease_owner = ${TAKE.leaseOwner}, lease_expires_at = now() + make_interval(secs => ${TAKE.leaseSeconds}),
+  result_json = NULL, error_json = NULL, trace_id = ${TAKE.traceId}, span_id = ${TAKE.spanId}, started_at = now(),
+  updated_at = now(), completed_at = NULL, expires_at = now() + make_interval(secs => ${TAKE.ttlSeconds})
+WHERE ${KEY('r')} AND r.status = 'approved' AND r.attempt = ${TAKE.attempt}
+  AND r.parameter_hash = ${TAKE.paramsHash} AND r.user_id IS NOT DISTINCT FROM ${TAKE.user} AND NOT ${expired('r')}
 RETURNING 'taken' AS claim, ${RUN_COLUMNS('r')}, false AS takeover_due, false AS waiting, r.steps, r.step_token,
   false AS lapsed, r.approval`;
 }

@@ -5,6 +5,7 @@ import { ledgerUnavailable } from '../driver-errors.js';
 import type { RunFence } from '../fence.js';
 import { ensurePartitionOfSql } from '../partitioned-sql.js';
 import type { ClaimRow, RunKey } from '../run-row.js';
+import { type ClaimFields, takeParams } from '../sql/claim-fields.js';
 import {
   approvalStateSql,
   countAwaitingSql,
@@ -53,17 +54,14 @@ export interface ApprovalState {
 /** A row the next call took over after its approval: the claim's row, with the approval. */
 export type ApprovedClaim = ClaimRow & { readonly approval: ApprovalRecord | null };
 
-/** What the taker of an approved row sends. */
+/**
+ * What the taker of an approved row sends: the key, its own claim's fields (`ClaimFields`: user, fingerprint,
+ * lease, TTL and trace, sent by `takeParams`) and the attempt it read.
+ */
 export interface TakeApproved {
   readonly runKey: RunKey;
+  readonly fields: ClaimFields;
   readonly attempt: number;
-  readonly user: string | undefined;
-  readonly paramsHash: string;
-  readonly leaseOwner: string;
-  readonly leaseSeconds: number;
-  readonly ttlSeconds: number;
-  readonly traceId: string | undefined;
-  readonly spanId: string | undefined;
 }
 
 /** One row of the inbox. */
@@ -199,24 +197,7 @@ export class ApprovalStore {
   async takeApproved(take: TakeApproved): Promise<ApprovedClaim | undefined> {
     const doing = 'take over the approved call';
     const rows = await this.#moving(take.runKey, doing, (db) =>
-      this.#query<Record<string, unknown>>(
-        db,
-        this.#sql.take,
-        [
-          take.runKey.tenant,
-          take.runKey.tool,
-          take.runKey.key,
-          take.attempt,
-          take.user ?? null,
-          take.paramsHash,
-          take.leaseOwner,
-          take.leaseSeconds,
-          take.ttlSeconds,
-          take.traceId ?? null,
-          take.spanId ?? null,
-        ],
-        doing,
-      ),
+      this.#query<Record<string, unknown>>(db, this.#sql.take, takeParams(take.fields, take.attempt), doing),
     );
     if (!rows[0]) return undefined;
     rows[0].runKey = take.runKey;

@@ -89,3 +89,17 @@ const READ_NAMES = Object.freeze(Object.keys(READ_TYPES) as (keyof typeof READ_T
 export function claimReadParams(fields: ClaimFields): unknown[] {
   return valuesOf(fields, READ_NAMES);
 }
+
+/**
+ * What the taker of an approved row sends (`takeApprovedSql`): the fresh run's fields but the job id (the key, the
+ * user and fingerprint it must match, its lease, TTL and trace), then the attempt it read; numbered here as the
+ * claim's are.
+ */
+const { jobId: _jobId, ...TAKE_FIELD_TYPES } = FRESH_RUN_TYPES;
+export const TAKE = placeholders({ ...TAKE_FIELD_TYPES, attempt: 'integer' });
+const TAKE_NAMES = Object.freeze(Object.keys(TAKE_FIELD_TYPES) as (keyof typeof TAKE_FIELD_TYPES)[]);
+
+/** The parameters of `takeApprovedSql`: the claim's fields in `TAKE`'s order, then the attempt read. */
+export function takeParams(fields: ClaimFields, attempt: number): unknown[] {
+  return [...valuesOf(fields, TAKE_NAMES), attempt];
+}
