@@ -229,6 +229,67 @@ describe('tool-ledger approve and decline', () => {
   });
 });
 
+describe('the command APPROVAL_REQUIRED names, and a passed deadline', () => {
+  it('the approve command in the error a model reads works as written, with --by filled in', async () => {
+    const { schema, ran, call } = await setUp();
+    const error = await call({ cents: 50_000 }, 'refund-o_7').catch((e: unknown) => e);
+    const named = /tool-ledger approve (.+) --by <you>/.exec((error as Error).message);
+    expect(named, (error as Error).message).not.toBeNull();
+    // Plain words only here (shellWord quotes the others).
+    const argv = ['approve', ...named![1]!.split(' '), '--by', 'ana'];
+    const r = await cli(schema, ...argv);
+    expect(r.code, r.err).toBe(0);
+    await call({ cents: 50_000 }, 'refund-o_7');
+    expect(ran).toHaveLength(1);
+  });
+
+  it('a decision after the deadline changes nothing and exits 4 (APPROVAL_EXPIRED)', async () => {
+    const schema = fresh();
+    const ledger = await createLedger({
+      connectionString: databaseUrl(),
+      schema,
+      telemetry: false,
+      approvalTtlSeconds: 1,
+    });
+    ledgers.push(ledger);
+    const tool = ledger.tool({
+      name: 'refund',
+      kind: 'mutation',
+      approval: 'required',
+      handler: () => 'ran',
+    });
+    await expect(tool.call({}, { key: 'late-1', tenant: 'acme' })).rejects.toMatchObject({
+      code: 'APPROVAL_REQUIRED',
+    });
+    // Bounded: the deadline is a second away by the database clock.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const r = await cli(schema, 'approve', ...target('late-1'), '--by', 'ana');
+    expect(r.code).toBe(4);
+    expect(r.err).toMatch(/expired|deadline/i);
+    const entries = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".tool_ledger_audit`);
+    expect(entries.rows[0].n).toBe(0);
+    const listed = await cli(schema, 'list', '--status', 'awaiting_approval');
+    expect(listed.out).toMatch(/^No calls awaiting approval/);
+  });
+
+  it('decline takes no --arguments-file (exit 2)', async () => {
+    const { schema } = await setUp();
+    const r = await cli(
+      schema,
+      'decline',
+      ...target('x'),
+      '--by',
+      'bo',
+      '--reason',
+      'no',
+      '--arguments-file',
+      '-',
+    );
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/only an approval can edit what runs/);
+  });
+});
+
 describe('tool-ledger list --status awaiting_approval', () => {
   it('lists user, deadline and scrubbed arguments; a key that may hold personal data only as its HMAC', async () => {
     const { schema, parked } = await setUp();
