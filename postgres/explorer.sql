@@ -91,6 +91,10 @@ BEGIN
 
   -- Resolved when called, so this works before the ledger's tables exist.
   SET LOCAL check_function_bodies = off;
+  -- The function's columns grew (id, for the console's run pages); a function's result type cannot be replaced in
+  -- place, so the view and the function are made anew.
+  EXECUTE format('DROP VIEW IF EXISTS %I.ledger_runs', explorer);
+  EXECUTE format('DROP FUNCTION IF EXISTS %I.ledger_runs_of_owner()', explorer);
   EXECUTE format($fn$
     CREATE OR REPLACE FUNCTION %1$I.ledger_runs_of_owner()
     RETURNS TABLE (
@@ -98,7 +102,7 @@ BEGIN
       attempt integer, conflict_count integer, last_conflict_at timestamptz, parameter_hash text, job_id text,
       lease_owner text, lease_expires_at timestamptz, created_at timestamptz, started_at timestamptz,
       updated_at timestamptz, completed_at timestamptz, expires_at timestamptz, error_name text,
-      error_code text, trace_id text)
+      error_code text, trace_id text, id bigint)
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $body$
       SELECT r.tenant_id, r.tool_name,
@@ -109,7 +113,7 @@ BEGIN
         encode(sha256(p.opad || sha256(p.ipad || convert_to(r.idempotency_key, 'UTF8'))), 'hex'),
         r.status, r.final, r.attempt, r.conflict_count, r.last_conflict_at, r.parameter_hash, r.job_id,
         r.lease_owner, r.lease_expires_at, r.created_at, r.started_at, r.updated_at, r.completed_at, r.expires_at,
-        r.error_json->>'name', r.error_json->>'code', r.trace_id
+        r.error_json->>'name', r.error_json->>'code', r.trace_id, r.id
       FROM %2$I.tool_runs r LEFT JOIN %1$I.key_hash_pads_now() p ON true
     $body$
   $fn$, explorer, ledger);

@@ -22,6 +22,11 @@ export class ConsoleApprovals {
     this.#why = why;
   }
 
+  /** A desk that reads and decides nothing, and says why. */
+  static unavailable(why: string): ConsoleApprovals {
+    return new ConsoleApprovals(undefined, why);
+  }
+
   /** A desk over the schema; when the ledger cannot open (a schema from before approvals), one that says why. */
   static async open(pool: pg.Pool, schema: string): Promise<ConsoleApprovals> {
     try {

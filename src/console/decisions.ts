@@ -7,7 +7,7 @@ import { html, type Markup } from './html.js';
 import { type Form, Refused } from './http.js';
 import { notice, type PageContext } from './layout.js';
 import type { ResolvedConsoleOptions } from './options.js';
-import { type ConsoleReads, INBOX_LIMIT } from './reads.js';
+import { INBOX_LIMIT, type PageReads } from './reads.js';
 
 // The console's writes: settling unknown outcomes and deciding approvals, one at a time or several with one reason.
 // Each answers the address to go back to (POST, then redirect, then GET); the actor is always the signed-in
@@ -28,14 +28,14 @@ const bulkQuery = (done: string, c: BulkCounts) =>
 export class ConsoleDecisions {
   readonly #options: ResolvedConsoleOptions;
   readonly #db: SupportDb;
-  readonly #reads: ConsoleReads;
+  readonly #reads: PageReads;
   readonly #approvals: ConsoleApprovals;
   readonly #writable: boolean;
 
   constructor(
     options: ResolvedConsoleOptions,
     db: SupportDb,
-    reads: ConsoleReads,
+    reads: PageReads,
     approvals: ConsoleApprovals,
     writable: boolean,
   ) {

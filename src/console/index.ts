@@ -5,8 +5,10 @@ import { ToolLedgerError } from '../contract/errors.js';
 import { maskUrlPassword } from '../ledger/drivers/connection-url.js';
 import { pgConnectOptions } from '../ledger/drivers/pg-connect.js';
 import type { SupportDb } from '../support/db.js';
+import { readAccessSql } from '../support/explorer-sql.js';
 import { tableExistsSql } from '../support/sql.js';
 import { ConsoleApprovals } from './approvals.js';
+import { explorerWritesRefused } from './explorer-reads.js';
 import { type ConsoleOptions, resolveConsoleOptions } from './options.js';
 import { listenConsole } from './server.js';
 
@@ -74,13 +76,23 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       }
     },
   };
+  // The explorer's schema when the role may read only its view (postgres/explorer.sql): pages then read that.
+  let explorer: string | undefined;
   try {
-    const [row] = await db.query<{ exists: boolean }>(tableExistsSql, [resolved.schema]);
-    if (!row?.exists) {
-      throw new ToolLedgerError(
-        'CONFIG_INVALID',
-        `Schema "${resolved.schema}" has no tool_runs table. Check the schema, or create it with \`tool-ledger migrate --schema ${resolved.schema}\`.`,
-      );
+    const [access] = await db.query<{ ledger: boolean; explorer: string | null }>(readAccessSql, [
+      resolved.schema,
+    ]);
+    if (!access?.ledger && access?.explorer) {
+      if (writable) throw explorerWritesRefused();
+      explorer = access.explorer;
+    } else {
+      const [row] = await db.query<{ exists: boolean }>(tableExistsSql, [resolved.schema]);
+      if (!row?.exists || !access?.ledger) {
+        throw new ToolLedgerError(
+          'CONFIG_INVALID',
+          `Schema "${resolved.schema}" has no tool_runs table this role may read. Check the schema, create it with \`tool-ledger migrate --schema ${resolved.schema}\`, grant SELECT on its tables, or connect as the explorer's read-only role (postgres/explorer.sql).`,
+        );
+      }
     }
   } catch (error) {
     await pool.end().catch(() => {});
@@ -92,10 +104,15 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     );
   }
   // The approvals inbox goes through the ledger's public API, on this pool.
-  const approvals = await ConsoleApprovals.open(pool, resolved.schema);
+  const approvals =
+    explorer === undefined
+      ? await ConsoleApprovals.open(pool, resolved.schema)
+      : ConsoleApprovals.unavailable(
+          "Approvals cannot be read here: this database role reads only the explorer's view, which has no approvals.",
+        );
   let listening: Awaited<ReturnType<typeof listenConsole>>;
   try {
-    listening = await listenConsole(resolved, db, approvals);
+    listening = await listenConsole(resolved, db, approvals, explorer);
   } catch (error) {
     await approvals.close().catch(() => {});
     await pool.end().catch(() => {});

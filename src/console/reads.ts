@@ -1,8 +1,16 @@
 import type { SupportDb } from '../support/db.js';
+import { type ForgottenRecord, forgottenRecords } from '../support/forget.js';
 import { keyForm } from '../support/key-form.js';
 import { settlementsOf } from '../support/resolve.js';
-import { type InspectRow, runData, scrubStoredError, unknownReason } from '../support/run-view.js';
+import {
+  type InspectRow,
+  type RunData,
+  runData,
+  scrubStoredError,
+  unknownReason,
+} from '../support/run-view.js';
 import { scrubText } from '../support/scrub.js';
+import { type SearchFilters, type SearchResult, searchRuns } from '../support/search.js';
 import {
   auditChainByRunSql,
   auditChainExistsSql,
@@ -21,7 +29,35 @@ import type { AuditEntry, Timeline } from './pages/run.js';
 
 export const INBOX_LIMIT = 100;
 
-export class ConsoleReads {
+/** A search's answer: the runs found, and for a key with none, the records of its being forgotten. */
+export interface SearchAnswer {
+  readonly result: SearchResult;
+  readonly forgotten: readonly ForgottenRecord[];
+}
+
+/** A run as its page shows it. */
+export interface RunPageData {
+  readonly data: RunData;
+  readonly audit: readonly AuditEntry[];
+  readonly timeline: Timeline;
+}
+
+/** What the pages read: from the ledger's tables (`ConsoleReads`) or the explorer's view (`ExplorerReads`). */
+export interface PageReads {
+  /** What the pages cannot show with this database role, said on every page; undefined when they show it all. */
+  readonly limited: string | undefined;
+  /** The key-hash secret, read for each page: a `rotate-key-secret` shows at once. */
+  secret(): Promise<string | undefined>;
+  /** A run's row, for a decision on it. */
+  row(id: string): Promise<InspectRow | undefined>;
+  run(id: string): Promise<RunPageData | undefined>;
+  search(filters: SearchFilters, cursor: string | undefined): Promise<SearchAnswer>;
+  unknownInbox(): Promise<UnknownItem[]>;
+  overview(hours: number): Promise<OverviewRow[]>;
+}
+
+export class ConsoleReads implements PageReads {
+  readonly limited = undefined;
   readonly #db: SupportDb;
   readonly #options: ResolvedConsoleOptions;
 
@@ -30,7 +66,6 @@ export class ConsoleReads {
     this.#options = options;
   }
 
-  /** The key-hash secret, read for each page: a `rotate-key-secret` shows at once. */
   async secret(): Promise<string | undefined> {
     return (await supportSecret(this.#options.env, this.#db, this.#options.schema))?.secret;
   }
@@ -42,7 +77,7 @@ export class ConsoleReads {
   }
 
   /** A run as its page shows it, with its audit history and trace timeline. */
-  async run(id: string) {
+  async run(id: string): Promise<RunPageData | undefined> {
     const row = await this.row(id);
     if (row === undefined) return undefined;
     const secret = await this.secret();
@@ -71,7 +106,6 @@ export class ConsoleReads {
           }
         : { kind: 'unconfigured', jaegerLink: jaegerUrl === undefined ? null : data.jaegerUrl };
     return {
-      row,
       data: { ...data, jaegerUrl: jaegerUrl === undefined ? null : data.jaegerUrl },
       audit,
       timeline,
@@ -107,6 +141,25 @@ export class ConsoleReads {
       }
     }
     return entries.sort((a, b) => a.at.getTime() - b.at.getTime());
+  }
+
+  async search(filters: SearchFilters, cursor: string | undefined): Promise<SearchAnswer> {
+    const secret = await this.secret();
+    const { schema } = this.#options;
+    const result = await searchRuns(this.#db, schema, filters, secret, cursor);
+    // A key with no run may have been forgotten: say when, by whom and why, as inspect does.
+    const forgotten =
+      filters.key && result.hits.length === 0
+        ? await forgottenRecords(
+            this.#db,
+            schema,
+            filters.key,
+            secret,
+            filters.tenant || undefined,
+            filters.tool || undefined,
+          )
+        : [];
+    return { result, forgotten };
   }
 
   async unknownInbox(): Promise<UnknownItem[]> {

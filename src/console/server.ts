@@ -2,12 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { ToolLedgerError } from '../contract/errors.js';
 import type { SupportDb } from '../support/db.js';
-import { forgottenRecords } from '../support/forget.js';
 import { SupportRefusal } from '../support/refusal.js';
-import { searchRuns } from '../support/search.js';
 import type { ConsoleApprovals } from './approvals.js';
 import { CONSOLE_CSS, WATERFALL_JS } from './assets.js';
 import { ConsoleDecisions, decisionNews } from './decisions.js';
+import { ExplorerReads } from './explorer-reads.js';
 import { html } from './html.js';
 import {
   BadForm,
@@ -29,7 +28,7 @@ import { overviewPage } from './pages/overview.js';
 import { runPage } from './pages/run.js';
 import { defaultSearchForm, type SearchForm, searchFormMarkup, searchResultsMarkup } from './pages/search.js';
 import { signinPage } from './pages/signin.js';
-import { ConsoleReads, INBOX_LIMIT } from './reads.js';
+import { ConsoleReads, INBOX_LIMIT, type PageReads } from './reads.js';
 
 /** A listening console. */
 export interface ListeningConsole {
@@ -50,20 +49,25 @@ function utc(value: string, name: string): Date {
 /** The console's pages and decisions, one method per route; `handle` answers a request. */
 export class ConsoleApp {
   readonly #options: ResolvedConsoleOptions;
-  readonly #db: SupportDb;
   readonly #auth: Authenticator;
-  readonly #reads: ConsoleReads;
+  readonly #reads: PageReads;
   readonly #approvals: ConsoleApprovals;
   readonly #decisions: ConsoleDecisions;
   /** Writes need the flag and someone to record: an authenticated identity, or the named local operator. */
   readonly writable: boolean;
 
-  constructor(options: ResolvedConsoleOptions, db: SupportDb, approvals: ConsoleApprovals) {
+  /** `explorer`: the schema of the explorer's view, when the role reads only that (postgres/explorer.sql). */
+  constructor(
+    options: ResolvedConsoleOptions,
+    db: SupportDb,
+    approvals: ConsoleApprovals,
+    explorer: string | undefined,
+  ) {
     this.#approvals = approvals;
     this.#options = options;
-    this.#db = db;
     this.#auth = new Authenticator(options);
-    this.#reads = new ConsoleReads(db, options);
+    this.#reads =
+      explorer === undefined ? new ConsoleReads(db, options) : new ExplorerReads(db, options, explorer);
     this.writable = options.allowWrites && (options.auth !== undefined || options.operator !== undefined);
     this.#decisions = new ConsoleDecisions(options, db, this.#reads, approvals, this.writable);
   }
@@ -89,10 +93,17 @@ export class ConsoleApp {
     send(
       res,
       status,
-      page(title, ctx, body, {
-        ...(current === undefined ? {} : { current }),
-        ...(script === undefined ? {} : { script }),
-      }),
+      page(
+        title,
+        ctx,
+        ctx === undefined || this.#reads.limited === undefined
+          ? body
+          : html`<p class="notice">${this.#reads.limited}</p>${body}`,
+        {
+          ...(current === undefined ? {} : { current }),
+          ...(script === undefined ? {} : { script }),
+        },
+      ),
     );
   }
 
@@ -128,10 +139,8 @@ export class ConsoleApp {
       ...defaultSearchForm(),
       ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== '')),
     };
-    const secret = await this.#reads.secret();
-    const result = await searchRuns(
-      this.#db,
-      this.#options.schema,
+    void req;
+    const { result, forgotten } = await this.#reads.search(
       {
         key: filled.key,
         tenant: filled.tenant,
@@ -141,22 +150,8 @@ export class ConsoleApp {
         from: utc(filled.from, 'From'),
         to: utc(filled.to, 'To'),
       },
-      secret,
       form.get('cursor') || undefined,
     );
-    void req;
-    // A key with no run may have been forgotten: say when, by whom and why, as inspect does.
-    const forgotten =
-      filled.key && result.hits.length === 0
-        ? await forgottenRecords(
-            this.#db,
-            this.#options.schema,
-            filled.key,
-            secret,
-            filled.tenant || undefined,
-            filled.tool || undefined,
-          )
-        : [];
     return this.#respond(
       res,
       200,
@@ -267,8 +262,9 @@ export async function listenConsole(
   options: ResolvedConsoleOptions,
   db: SupportDb,
   approvals: ConsoleApprovals,
+  explorer: string | undefined,
 ): Promise<ListeningConsole> {
-  const app = new ConsoleApp(options, db, approvals);
+  const app = new ConsoleApp(options, db, approvals, explorer);
   const respond = (res: ServerResponse, status: number, message: string) =>
     send(
       res,
