@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ResolvedToolConfig } from '../config/tool.js';
 import type { ApprovalDecision, ApprovalRule } from '../contract/approval.js';
 import { jsonText } from '../contract/canonical-json.js';
+import { ToolLedgerError } from '../contract/errors.js';
 import type { StoredError } from '../contract/types.js';
 import type { ApprovalRecord } from '../ledger/approvals/store.js';
 import { fenceOf } from '../ledger/fence.js';
@@ -70,31 +71,60 @@ export function declineOf(stored: StoredError | null): ApprovalDecision {
 }
 
 /**
+ * Each call's wait for a decision, made at its first pending answer: its own budget (`approvalWaitSeconds`),
+ * counted from then, across the claims the call makes while it waits.
+ */
+function decisionWaits(runtime: LedgerRuntime, budgetMs: number): (call: ClaimCall) => Waiter {
+  const waits = new WeakMap<ClaimCall, Waiter>();
+  return (call) => {
+    let wait = waits.get(call);
+    if (!wait) {
+      wait = new Waiter(runtime.notifier, { budgetMs, ...DECISION_BACKOFF }, call.context.signal);
+      waits.set(call, wait);
+    }
+    return wait;
+  };
+}
+
+/**
+ * Whether the key's run has left `awaiting_approval` (decided, past its deadline, or gone). A read the database
+ * could not answer for a moment (a retryable `LEDGER_UNAVAILABLE`: a restart, a dropped connection) counts as not
+ * yet, so an outage shorter than the wait is waited out rather than failing the call.
+ */
+async function awaitsNoMore(runtime: LedgerRuntime, row: ClaimRow): Promise<boolean> {
+  try {
+    const state = await runtime.approvals.state(row.runKey);
+    return state?.status !== 'awaiting_approval' || state.deadline_passed;
+  } catch (error) {
+    if (error instanceof ToolLedgerError && error.code === 'LEDGER_UNAVAILABLE' && error.retryable)
+      return false;
+    throw error;
+  }
+}
+
+/**
  * The approval gate (docs/ledger.md, "Approvals"): between a won claim and its handler, and for the rows awaiting,
  * approved or declined. A tool without `approval` sends nothing more than before on a won claim: the gate only
  * acts on the rows a decision made.
  */
 export function approvalHandlers(settings: ApprovalSettings, run: RunWon): ApprovalHandlers {
   const { name, runtime, rule } = settings;
-  // A call's wait for a decision has its own budget (approvalWaitSeconds), counted from its first pending answer.
-  const waits = new WeakMap<ClaimCall, Waiter>();
-  const waitOf = (call: ClaimCall): Waiter => {
-    let wait = waits.get(call);
-    if (!wait) {
-      const bounds = { budgetMs: settings.approvalWaitMs, ...DECISION_BACKOFF };
-      wait = new Waiter(runtime.notifier, bounds, call.context.signal);
-      waits.set(call, wait);
-    }
-    return wait;
-  };
+  const waitOf = decisionWaits(runtime, settings.approvalWaitMs);
 
-  /** Awaiting a decision: wait for it within `approvalWaitSeconds`, else answer `APPROVAL_REQUIRED`. */
-  const pending = async (call: ClaimCall, runId: string, deadline: Date, since: number): Promise<Next> => {
+  /**
+   * Awaiting a decision: wait for it within `approvalWaitSeconds`, else answer `APPROVAL_REQUIRED`. Between the
+   * wait's steps only the key's approval state is read; the call claims again once it moved, and the claim then
+   * says what the decision means for it.
+   */
+  const pending = async (call: ClaimCall, row: ClaimRow, deadline: Date, since: number): Promise<Next> => {
     if (settings.approvalWaitMs > 0) {
       const wait = waitOf(call);
-      if (await wait.wait(runId, { since })) {
+      let mark = since;
+      // Bounded by the wait's budget (and the caller's signal): each step but the first sleeps a backoff.
+      while (await wait.wait(row.id, { since: mark })) {
         call.waiter.noteRetry();
-        return 'wait';
+        mark = runtime.notifier.mark();
+        if (await awaitsNoMore(runtime, row)) return 'wait';
       }
       call.facts.waitedMs = wait.elapsedMs();
     }
@@ -178,7 +208,7 @@ export function approvalHandlers(settings: ApprovalSettings, run: RunWon): Appro
     );
     // The fence refused: this claim's lease lapsed and another caller took the key over.
     if (deadline === undefined) return 'race';
-    return pending(call, row.id, deadline, since);
+    return pending(call, row, deadline, since);
   };
 
   const awaiting: Handler<'awaiting'> = async ({ row }, call) => {
@@ -190,7 +220,7 @@ export function approvalHandlers(settings: ApprovalSettings, run: RunWon): Appro
     if (state.deadline_passed) {
       return { outcome: 'expired', error: approvalExpired(call.request, deadline) };
     }
-    return pending(call, row.id, deadline, since);
+    return pending(call, row, deadline, since);
   };
 
   const approved: Handler<'approved'> = async ({ row }, call) => {
