@@ -53,7 +53,7 @@ export const LEFT_OUT = {
     'approvals, refused with CONFIG_INVALID on a distributed schema (docs/ledger.md, "Approvals": not supported)',
   'test/db/approval-processes.test.ts': 'approvals, as above',
   'test/db/audit-chain.test.ts':
-    'the audit chain, which only approvals write; it stays a table of the coordinator (test/citus/distribute.test.ts)',
+    'the audit chain, which approvals (refused on a distributed schema), forget and resolve write; it stays a table of the coordinator (test/citus/distribute.test.ts)',
   'test/db/sharp-edges.test.ts': 'PGlite only',
   'test/db/pglite-template.test.ts': 'PGlite only',
   'test/db/multi-host-url.test.ts': 'connection strings, not tables',

@@ -45,8 +45,8 @@ const DISTRIBUTED = {
   tool_runs_resolved: 'distributed by tenant_id, colocated with tool_runs',
   tool_ledger_settings: 'reference',
   tool_ledger_migrations: 'reference',
-  // The audit chain (migration 11) stays a table of the coordinator: only approvals write it, and approvals are
-  // not supported on a distributed schema (docs/operations.md).
+  // The audit chain (migration 11) stays a table of the coordinator: approvals are not supported on a distributed
+  // schema, and forget and resolve, which append to it too, are not tested there (docs/operations.md).
   tool_ledger_audit: 'local',
 };
 
