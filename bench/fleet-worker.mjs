@@ -1,5 +1,6 @@
 // One process of the fleet bench (bench/fleet.mjs): one side, first executions only, started on "GO" from stdin
-// so that every process of a point starts together. Prints one JSON line: calls and milliseconds.
+// so that every process of a point starts together. Prints one JSON line: calls, milliseconds and the process's
+// CPU microseconds (user + system) over the measured calls.
 // Args: side (ledger | hand), url, schema, calls, concurrency, tag, preparedStatements (true | false).
 import { handWritten, toolLedger } from './baselines.mjs';
 import { throughput } from './postgres.mjs';
@@ -18,8 +19,10 @@ await throughput(Math.min(200, n), c, (i) => made.first(`${tag}w`, i));
 process.stdout.write('READY\n');
 await new Promise((resolve) => process.stdin.once('data', resolve));
 const started = performance.now();
+const cpu = process.cpuUsage();
 await throughput(n, c, first);
 const ms = performance.now() - started;
+const { user, system } = process.cpuUsage(cpu);
 await made.close();
-process.stdout.write(`${JSON.stringify({ calls: n, ms })}\n`);
+process.stdout.write(`${JSON.stringify({ calls: n, ms, cpuUs: user + system })}\n`);
 process.exit(0);

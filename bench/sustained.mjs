@@ -1,0 +1,231 @@
+// Sustained first executions as a deployment runs them (issue 41): each side alone, in its own process, for the
+// whole run: BENCH_SUSTAINED_CALLS (20,000) first executions in a row at concurrency 16, on a fresh table, on a
+// Postgres of the bench's own with pg_stat_statements. tool-ledger first, then the hand-written baseline of
+// bench/baselines.mjs; no alternation, no second round. Per side: calls/s, WAL bytes and records per call
+// (pg_stat_wal over the side's run), the table's updates and how many were HOT (pg_stat_user_tables), and the
+// side's statements (pg_stat_statements: µs and WAL bytes per call), autovacuum runs during the side's run (of
+// its own table, of others), and the client's CPU per call. After each side, its table is vacuumed and analyzed
+// outside the figures, so its maintenance does not land in the next side's run. The ratio is printed last.
+//
+// BENCH_FILLFACTOR=N adds a third run: tool-ledger again on a fresh table whose fillfactor is N (ALTER TABLE after
+// migration), to weigh that lever in the same run. BENCH_CPU_PROF=1 then profiles one more process per side
+// (node --cpu-prof, BENCH_PROF_CALLS calls, default 5,000; not the timed runs) and prints its top self-time functions.
+//
+// Run: npm run build && node bench/sustained.mjs
+// Env: BENCH_SUSTAINED_CALLS (default 20000), BENCH_FILLFACTOR, BENCH_CPU_PROF, BENCH_PROF_CALLS.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { handWritten, toolLedger } from './baselines.mjs';
+import { byCategory, byPrintOrder, selfTimes, topFunctions } from './cpu-profile-categories.mjs';
+import { fmt } from './postgres.mjs';
+import { startCluster } from './support/postgres-cluster.mjs';
+
+const CALLS = Number(process.env.BENCH_SUSTAINED_CALLS ?? 20_000);
+const CONCURRENCY = 16;
+const FILLFACTOR = process.env.BENCH_FILLFACTOR ? Number(process.env.BENCH_FILLFACTOR) : undefined;
+const PROFILE = process.env.BENCH_CPU_PROF === '1';
+const PROF_CALLS = Number(process.env.BENCH_PROF_CALLS ?? 5000);
+const WORKER = join(import.meta.dirname, 'fleet-worker.mjs');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+
+/** One worker process of one side: warm-up, then `calls` first executions; answers calls/s and CPU µs per call. */
+function runWorker({ side, url, schema, calls, tag, execArgv = [] }) {
+  const child = spawn(
+    process.execPath,
+    [...execArgv, WORKER, side, url, schema, String(calls), String(CONCURRENCY), tag, 'true'],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+    if (out.includes('READY') && !child.started) {
+      child.started = true;
+      child.stdin.write('GO\n');
+    }
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (code === 0 && line) {
+        const { calls: n, ms, cpuUs } = JSON.parse(line);
+        resolve({ rate: (n / ms) * 1000, cpuPerCall: cpuUs / n });
+      } else reject(new Error(`${side} worker exited with ${code}`));
+    });
+  });
+}
+
+async function counters(admin, schema, table) {
+  // Backends report table counts when they end; the worker's pool has closed, so give them a moment.
+  await new Promise((r) => setTimeout(r, 1500));
+  await admin.query('SELECT pg_stat_clear_snapshot()');
+  const [wal] = (
+    await admin.query('SELECT wal_records, wal_fpi, wal_bytes::float8 AS wal_bytes FROM pg_stat_wal')
+  ).rows;
+  const [tab] = (
+    await admin.query(
+      `SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd, pg_relation_size(relid)::float8 AS heap_bytes,
+         autovacuum_count + autoanalyze_count AS own_auto
+       FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`,
+      [schema, table],
+    )
+  ).rows;
+  const [others] = (
+    await admin.query(
+      `SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::int AS other_auto
+       FROM pg_stat_user_tables WHERE schemaname LIKE 'sus\\_%' AND schemaname <> $1`,
+      [schema],
+    )
+  ).rows;
+  return { ...wal, ...(tab ?? {}), ...others };
+}
+
+async function prepareSide(url, admin, side, schema) {
+  if (side === 'hand') {
+    const hand = await handWritten(url, schema, { concurrency: 1 });
+    await hand.close();
+    return 'runs';
+  }
+  const ledger = await toolLedger(url, schema);
+  await ledger.close();
+  if (side === 'ledger-ff')
+    await admin.query(`ALTER TABLE "${schema}".tool_runs SET (fillfactor = ${FILLFACTOR})`);
+  return 'tool_runs';
+}
+
+async function measure(server, admin, side, tag) {
+  const schema = `sus_${side.replace('-', '_')}_${tag}`;
+  const table = await prepareSide(server.url, admin, side, schema);
+  await admin.query('CHECKPOINT');
+  await admin.query('SELECT pg_stat_statements_reset()');
+  const before = await counters(admin, schema, table);
+  const { rate, cpuPerCall } = await runWorker({
+    side: side === 'hand' ? 'hand' : 'ledger',
+    url: server.url,
+    schema,
+    calls: CALLS,
+    tag: `${side}${tag}`,
+  });
+  const after = await counters(admin, schema, table);
+  // What autovacuum would do to this table later is done now, outside every figure: otherwise it lands in the
+  // next side's run, as it does in bench/fleet.mjs's A B A B mode.
+  await admin.query(`VACUUM (ANALYZE) "${schema}".${table}`);
+  const d = Object.fromEntries(Object.keys(after).map((k) => [k, Number(after[k]) - Number(before[k] ?? 0)]));
+  const statements = (
+    await admin.query(
+      `SELECT calls, round((total_exec_time / greatest(calls, 1))::numeric * 1000, 1) AS us_per_call,
+         round((wal_bytes / greatest(calls, 1))::numeric, 0) AS wal_b_per_call,
+         round((shared_blks_hit + shared_blks_read)::numeric / greatest(calls, 1), 1) AS blocks_per_call,
+         left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS query
+       FROM pg_stat_statements WHERE query LIKE $1 AND calls >= $2 ORDER BY total_exec_time DESC LIMIT 4`,
+      [`%${schema}%`, CALLS / 2],
+    )
+  ).rows;
+  return {
+    side,
+    rate,
+    statements,
+    row: {
+      'calls/s': fmt(rate),
+      'client CPU µs/call': cpuPerCall.toFixed(0),
+      'WAL B/call': (d.wal_bytes / CALLS).toFixed(0),
+      'WAL rec/call': (d.wal_records / CALLS).toFixed(2),
+      'FPI/call': (d.wal_fpi / CALLS).toFixed(3),
+      updates: d.n_tup_upd,
+      'HOT updates': d.n_tup_hot_upd,
+      'heap MiB': (after.heap_bytes / 2 ** 20).toFixed(1),
+      'autovacuum+analyze own/others': `${d.own_auto}/${d.other_auto}`,
+      'load after': load(),
+    },
+  };
+}
+
+/** One more process per side under node --cpu-prof; the top self-time functions of the whole process. */
+async function profileSide(server, admin, side, tag) {
+  const schema = `prof_${side}_${tag}`;
+  await prepareSide(server.url, admin, side, schema);
+  const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-cpuprof-'));
+  try {
+    await runWorker({
+      side,
+      url: server.url,
+      schema,
+      calls: PROF_CALLS,
+      tag: `p${tag}`,
+      execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    });
+    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+    const nodes = selfTimes(JSON.parse(readFileSync(join(dir, file), 'utf8')));
+    const calls = PROF_CALLS + Math.min(200, PROF_CALLS);
+    console.log(
+      `\n${side}: whole process under --cpu-prof, ${calls} calls, µs per call by category (wall samples):`,
+    );
+    const categories = byCategory(nodes, calls);
+    console.table(
+      Object.fromEntries(
+        Object.keys(categories)
+          .sort(byPrintOrder)
+          .map((k) => [k, categories[k].toFixed(1)]),
+      ),
+    );
+    console.log(`${side}: top self-time functions (µs per call; idle excluded):`);
+    console.table(topFunctions(nodes, calls, (f) => f.functionName !== '(idle)', 15));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const server = await startCluster({
+  prefix: 'tool-ledger-sustained-',
+  initdbSync: true,
+  settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' },
+  startTimeoutMs: 20_000,
+  killAfterMs: 60_000,
+});
+const admin = new pg.Pool({ connectionString: server.url, max: 1 });
+try {
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const tag = Date.now().toString(36);
+  console.log(
+    `sustained, each side alone in its own process on a fresh table: ${CALLS} first executions at concurrency ${CONCURRENCY} (load average before: ${load()})`,
+  );
+  const sides = ['ledger', 'hand', ...(FILLFACTOR ? ['ledger-ff'] : [])];
+  const results = [];
+  for (const side of sides) results.push(await measure(server, admin, side, tag));
+  console.table(
+    Object.fromEntries(
+      results.map((r) => [
+        r.side === 'ledger-ff'
+          ? `tool-ledger, fillfactor ${FILLFACTOR}`
+          : r.side === 'ledger'
+            ? 'tool-ledger'
+            : 'hand-written',
+        r.row,
+      ]),
+    ),
+  );
+  for (const r of results) {
+    console.log(`statements of ${r.side} (pg_stat_statements):`);
+    console.table(r.statements);
+  }
+  const [ledger, hand] = results;
+  const walOf = (r) => Number(r.row['WAL B/call']);
+  console.log(
+    `sustained ratio tool-ledger / hand-written: ${(ledger.rate / hand.rate).toFixed(2)}; WAL bytes per call ${(walOf(ledger) / walOf(hand)).toFixed(2)}x`,
+  );
+  if (FILLFACTOR) {
+    const ff = results[2];
+    console.log(
+      `fillfactor ${FILLFACTOR}: ${(ff.rate / hand.rate).toFixed(2)} of hand-written, ${(ff.rate / ledger.rate).toFixed(2)} of the default table; WAL ${(walOf(ff) / walOf(hand)).toFixed(2)}x hand-written`,
+    );
+  }
+  if (PROFILE) for (const side of ['ledger', 'hand']) await profileSide(server, admin, side, tag);
+} finally {
+  await admin.end();
+  await server.destroy('fast');
+}
