@@ -1,3 +1,4 @@
+import { auditEntriesOf } from '../support/audit.js';
 import type { SupportDb } from '../support/db.js';
 import { type ForgottenRecord, forgottenRecords } from '../support/forget.js';
 import { keyForm } from '../support/key-form.js';
@@ -9,11 +10,8 @@ import {
   scrubStoredError,
   unknownReason,
 } from '../support/run-view.js';
-import { scrubText } from '../support/scrub.js';
 import { type SearchFilters, type SearchResult, searchRuns } from '../support/search.js';
 import {
-  auditChainByRunSql,
-  auditChainExistsSql,
   overviewSql,
   unknownInboxSql,
 } from '../support/search-sql.js';
@@ -122,23 +120,11 @@ export class ConsoleReads implements PageReads {
       reason: r.reason,
       detail: `settled as ${r.resolution}`,
     }));
-    // Approvals and declines, from the hash-chained audit (reasons are free text: scrubbed).
-    const [chain] = await this.#db.query<{ exists: boolean }>(auditChainExistsSql, [this.#options.schema]);
-    if (chain?.exists) {
-      const rows = await this.#db.query<{ at: Date; actor: string; action: string; reason: string | null }>(
-        auditChainByRunSql(this.#options.schema),
-        [id],
-      );
-      for (const r of rows) {
-        if (r.action === 'resolve' || r.action === 'forget') continue;
-        entries.push({
-          action: r.action,
-          by: r.actor,
-          at: r.at,
-          reason: r.reason === null ? null : scrubText(r.reason),
-          detail: 'audit chain',
-        });
-      }
+    // Approvals and declines, from the hash-chained audit (reasons scrubbed by support/audit.ts); its resolves are
+    // the settlements above, which also hold those from before the chain.
+    for (const e of await auditEntriesOf(this.#db, this.#options.schema, id)) {
+      if (e.action === 'resolve' || e.action === 'forget') continue;
+      entries.push({ action: e.action, by: e.by, at: e.at, reason: e.reason, detail: 'audit chain' });
     }
     return entries.sort((a, b) => a.at.getTime() - b.at.getTime());
   }

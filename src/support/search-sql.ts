@@ -93,11 +93,3 @@ LIMIT 100`;
 
 /** Whether the audit chain of decisions exists (the approvals migration). $1 schema. */
 export const auditChainExistsSql = `SELECT to_regclass(format('%I.tool_ledger_audit', $1::text)) IS NOT NULL AS exists`;
-
-/** The audit chain's entries of one run, oldest first. $1 run id. */
-export function auditChainByRunSql(schema: string): string {
-  return `SELECT at, actor, action, reason FROM ${runsTable(schema).replace(/tool_runs$/, 'tool_ledger_audit')}
-WHERE run_id = $1::bigint
-ORDER BY at ASC, id ASC
-LIMIT 100`;
-}
