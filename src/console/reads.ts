@@ -11,10 +11,7 @@ import {
   unknownReason,
 } from '../support/run-view.js';
 import { type SearchFilters, type SearchResult, searchRuns } from '../support/search.js';
-import {
-  overviewSql,
-  unknownInboxSql,
-} from '../support/search-sql.js';
+import { overviewSql, unknownInboxSql } from '../support/search-sql.js';
 import { supportSecret } from '../support/secret.js';
 import { runByIdSql } from '../support/sql.js';
 import { keyStory } from '../support/trace.js';
