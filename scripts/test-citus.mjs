@@ -34,6 +34,10 @@ const SUITES = [
   'test/ops/cli-resolve.test.ts',
   'test/ops/cli-inspect-ids.test.ts',
   'test/ops/cli-incident.test.ts',
+  // The console on distributed tables: search (by key a plain statement there), the run page, the inbox, the
+  // overview, hostile values, keyboard use in Chromium, and every refusal.
+  'test/console/browser.test.ts',
+  'test/console/refusals.test.ts',
 ];
 
 /** Left out, and why (printed by `--list`, so the choice stays visible). */
@@ -52,6 +56,11 @@ export const LEFT_OUT = {
   'test/db/approvals.test.ts':
     'approvals, refused with CONFIG_INVALID on a distributed schema (docs/ledger.md, "Approvals": not supported)',
   'test/db/approval-processes.test.ts': 'approvals, as above',
+  'test/console/approvals.test.ts': 'the approvals inbox: approvals, as above',
+  'test/console/bulk.test.ts': 'bulk decisions, half of them on approvals, as above',
+  'test/console/partitioned.test.ts': 'the partitioned layout, as above',
+  'test/console/explorer.test.ts': "the explorer's view (postgres/explorer.sql), not run on Citus",
+  'test/console/search-plan.test.ts': "plans on one Postgres's indexes; Citus plans per shard",
   'test/db/audit-chain.test.ts':
     'the audit chain, which approvals (refused on a distributed schema), forget and resolve write; it stays a table of the coordinator (test/citus/distribute.test.ts)',
   'test/db/sharp-edges.test.ts': 'PGlite only',

@@ -1,4 +1,4 @@
-import { resolvedTable, runsTable } from '../ledger/sql/names.js';
+import { readSettingSql, resolvedTable, runsTable } from '../ledger/sql/names.js';
 
 // The console's reads (search, overview, inbox, a run by id): every value a bound parameter, every filter that may
 // be absent written so that Postgres, planning with the values (node-postgres sends unnamed statements), drops it.
@@ -54,6 +54,23 @@ WHERE $3::text IS NULL OR p.tool_name = $3::text
 ORDER BY r.created_at DESC, r.id DESC
 LIMIT $6::integer`;
 }
+
+/**
+ * The runs of one key as one plain statement, for a ledger distributed with Citus, which refuses `searchByKeySql`'s
+ * recursive scan (it allows one only with a filter on the tenant). Citus sends it to every shard (or, with a
+ * tenant, may route it to one), each reading its shard for the key. Parameters as `searchByKeySql`.
+ */
+export function searchByKeyDistributedSql(schema: string): string {
+  return `SELECT ${HIT_COLUMNS} FROM ${runsTable(schema)}
+WHERE idempotency_key = $1::text
+  AND ($2::text IS NULL OR tenant_id = $2::text) AND ($3::text IS NULL OR tool_name = $3::text)
+  AND ($4::text IS NULL OR status = $4::text) AND ($5::text IS NULL OR user_id = $5::text)
+ORDER BY created_at DESC, id DESC
+LIMIT $6::integer`;
+}
+
+/** The schema's distribution setting (`DISTRIBUTION_SETTING` of ledger/citus-sql.ts). $1 the setting's name. */
+export const distributionSettingSql = (schema: string) => readSettingSql(schema);
 
 /**
  * Counts by tool and status of the runs created in a window, with conflicts, stale and expired rows.

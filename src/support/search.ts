@@ -1,7 +1,13 @@
+import { CITUS_DISTRIBUTION, DISTRIBUTION_SETTING } from '../ledger/citus-sql.js';
 import type { SupportDb } from './db.js';
 import { type KeyForm, keyForm } from './key-form.js';
 import { SupportRefusal } from './refusal.js';
-import { searchByKeySql, searchRunsSql } from './search-sql.js';
+import {
+  distributionSettingSql,
+  searchByKeyDistributedSql,
+  searchByKeySql,
+  searchRunsSql,
+} from './search-sql.js';
 
 /** What a search filters on; absent filters match everything. Without a key, the time range is bounded. */
 export interface SearchFilters {
@@ -73,6 +79,17 @@ function parseCursor(cursor: string | undefined): [string, string] | [null, null
   return [match[1] as string, match[2] as string];
 }
 
+/** Whether the schema is distributed with Citus (its settings say so); a schema without settings is not. */
+async function distributed(db: SupportDb, schema: string): Promise<boolean> {
+  try {
+    const [row] = await db.query<{ value: string }>(distributionSettingSql(schema), [DISTRIBUTION_SETTING]);
+    return row?.value === CITUS_DISTRIBUTION;
+  } catch (error) {
+    if ((error as { code?: string }).code === '42P01') return false;
+    throw error;
+  }
+}
+
 /**
  * Searches runs, newest first, a page at a time. A searched key is shown as typed; other keys (and user ids) as
  * telemetry would show them, raw when safe, else their HMAC under `secret`.
@@ -95,8 +112,9 @@ export async function searchRuns(
   const [afterAt, afterId] = parseCursor(cursor);
   // A key names its runs wherever they are in time (support knows the key, rarely when it was used), at most one
   // per tenant and tool: one page, the time range unused.
+  const byKey = filters.key && (await distributed(db, schema)) ? searchByKeyDistributedSql : searchByKeySql;
   const rows = filters.key
-    ? await db.query<HitRow>(searchByKeySql(schema), [
+    ? await db.query<HitRow>(byKey(schema), [
         filters.key,
         filters.tenant || null,
         filters.tool || null,
