@@ -32,6 +32,16 @@ describe('checkoutWithin', () => {
     expect(heard).toEqual(['terminating connection due to administrator command']);
   });
 
+  it('serves a pool-like object that has only the promise form, as a caller may wrap a pool', async () => {
+    const client = Object.assign(new EventEmitter(), { query: async () => ({ rows: [] }), release: () => {} });
+    const heard: string[] = [];
+    const promiseOnly = { connect: async () => client };
+    const got = await checkoutWithin(promiseOnly as never, 1_000, (error) => heard.push(error.message));
+    expect(got).toBe(client);
+    client.emit('error', new Error('later'));
+    expect(heard).toEqual(['later']);
+  });
+
   it('passes on the pool’s refusal', async () => {
     const pool = { connect: (callback: (error: Error) => void) => callback(new Error('pool ended')) };
     await expect(checkoutWithin(pool as never, 1_000, () => {})).rejects.toThrow('pool ended');

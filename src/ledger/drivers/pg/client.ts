@@ -50,7 +50,8 @@ export function withinMs<T>(work: Promise<T>, ms: number): Promise<T> {
  * pg-pool removes its own error listener as it hands a client out. Through the promise form, ours would go on a
  * microtask later; on a loaded machine the parser can read the server's FATAL (a terminated backend) in the same
  * chunk as the ReadyForQuery that completed the checkout, and an 'error' event with no listener crashes the process.
- * The callback form runs synchronously at the handover, so there is no such gap.
+ * pg-pool's callback form runs synchronously at the handover, so there is no such gap. A pool-like object of the
+ * caller's that only has the promise form is still served: its promise is used, with the old gap.
  *
  * A client the pool hands out after the caller gave up goes straight back, destroyed: otherwise it would be leaked
  * from the pool.
@@ -61,14 +62,26 @@ export async function checkoutWithin(
   onError: (error: Error) => void,
 ): Promise<PgClientLike> {
   const pending = new Promise<PgClientLike>((resolve, reject) => {
-    pool.connect((error, client) => {
-      if (error || client === undefined) {
-        reject(error ?? new Error('the pool handed over no client'));
-        return;
-      }
+    let settled = false;
+    const take = (client: PgClientLike) => {
+      if (settled) return;
+      settled = true;
       client.on('error', onError);
       resolve(client);
-    });
+    };
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      reject(error);
+    };
+    const returned: unknown = pool.connect((error, client) =>
+      error || client === undefined ? fail(error ?? new Error('the pool handed over no client')) : take(client),
+    );
+    if (isThenable(returned)) {
+      returned.then((client) => {
+        if (client !== undefined) take(client as PgClientLike);
+      }, fail);
+    }
   });
   try {
     return await withinMs(pending, ms);
@@ -79,4 +92,8 @@ export async function checkoutWithin(
     );
     throw error;
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | undefined)?.then === 'function';
 }
