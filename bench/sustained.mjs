@@ -5,7 +5,8 @@
 // (pg_stat_wal over the side's run), the table's updates and how many were HOT (pg_stat_user_tables), and the
 // side's statements (pg_stat_statements: µs and WAL bytes per call), autovacuum runs during the side's run (of
 // its own table, of others), and the client's CPU per call. After each side, its table is vacuumed and analyzed
-// outside the figures, so its maintenance does not land in the next side's run. The ratio is printed last.
+// outside the figures, so its maintenance does not land in the next side's run. What the backends wait on
+// (pg_stat_activity, sampled: lock waits, WAL flushes, the client) is printed per side. The ratio is printed last.
 //
 // BENCH_FILLFACTOR=N adds a third run: tool-ledger again on a fresh table whose fillfactor is N (ALTER TABLE after
 // migration), to weigh that lever in the same run. BENCH_CPU_PROF=1 then profiles one more process per side
@@ -85,6 +86,47 @@ async function counters(admin, schema, table) {
   return { ...wal, ...(tab ?? {}), ...others };
 }
 
+/**
+ * Samples what the server's client backends wait on, every 25 ms until `done` settles: the share of backend samples
+ * per state and wait event (an 'idle' backend waits for the client; 'active' without an event is on the CPU or
+ * runnable). Lock waits show as Lock:* or LWLock:*.
+ */
+async function sampleWaits(admin, done) {
+  const counts = new Map();
+  let total = 0;
+  let samples = 0;
+  let finished = false;
+  done.then(
+    () => {
+      finished = true;
+    },
+    () => {
+      finished = true;
+    },
+  );
+  // Bounded by the run: it stops when the worker exits.
+  while (!finished) {
+    const { rows } = await admin.query(
+      `SELECT state || ' ' || coalesce(wait_event_type || ':' || wait_event, '(no wait event)') AS w, count(*)::int AS n
+       FROM pg_stat_activity
+       WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()
+       GROUP BY 1`,
+    );
+    samples++;
+    for (const { w, n } of rows) {
+      counts.set(w, (counts.get(w) ?? 0) + n);
+      total += n;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const shares = [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([w, n]) => `${w} ${((100 * n) / Math.max(total, 1)).toFixed(0)}%`)
+    .join(', ');
+  return `${(total / Math.max(samples, 1)).toFixed(1)} backends on average: ${shares}`;
+}
+
 async function prepareSide(url, admin, side, schema) {
   if (side === 'hand') {
     const hand = await handWritten(url, schema, { concurrency: 1 });
@@ -104,13 +146,15 @@ async function measure(server, admin, side, tag) {
   await admin.query('CHECKPOINT');
   await admin.query('SELECT pg_stat_statements_reset()');
   const before = await counters(admin, schema, table);
-  const { rate, cpuPerCall } = await runWorker({
+  const run = runWorker({
     side: side === 'hand' ? 'hand' : 'ledger',
     url: server.url,
     schema,
     calls: CALLS,
     tag: `${side}${tag}`,
   });
+  const waits = await sampleWaits(admin, run);
+  const { rate, cpuPerCall } = await run;
   const after = await counters(admin, schema, table);
   // What autovacuum would do to this table later is done now, outside every figure: otherwise it lands in the
   // next side's run, as it does in bench/fleet.mjs's A B A B mode.
@@ -130,6 +174,7 @@ async function measure(server, admin, side, tag) {
     side,
     rate,
     statements,
+    waits,
     row: {
       'calls/s': fmt(rate),
       'client CPU µs/call': cpuPerCall.toFixed(0),
@@ -188,6 +233,8 @@ const server = await startCluster({
   killAfterMs: 60_000,
 });
 const admin = new pg.Pool({ connectionString: server.url, max: 1 });
+// The server's fast shutdown at the end terminates the pool's idle client: that must not crash the bench.
+admin.on('error', () => {});
 try {
   await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   const tag = Date.now().toString(36);
@@ -210,6 +257,7 @@ try {
     ),
   );
   for (const r of results) {
+    console.log(`${r.side}: server backends' samples (pg_stat_activity every 25 ms): ${r.waits}`);
     console.log(`statements of ${r.side} (pg_stat_statements):`);
     console.table(r.statements);
   }
