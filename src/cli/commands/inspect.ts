@@ -33,7 +33,8 @@ export const help: CommandHelp = {
       text: [
         'Show every run with key K (in any tenant and tool unless',
         'narrowed): status, attempts, timestamps, parameter hash,',
-        'scrubbed result or error, trace id and Jaeger link',
+        'scrubbed result or error, trace id and Jaeger link, and',
+        'its audit chain entries (approve, decline, resolve, forget)',
       ],
     },
     {
