@@ -33,7 +33,10 @@ describe('checkoutWithin', () => {
   });
 
   it('serves a pool-like object that has only the promise form, as a caller may wrap a pool', async () => {
-    const client = Object.assign(new EventEmitter(), { query: async () => ({ rows: [] }), release: () => {} });
+    const client = Object.assign(new EventEmitter(), {
+      query: async () => ({ rows: [] }),
+      release: () => {},
+    });
     const heard: string[] = [];
     const promiseOnly = { connect: async () => client };
     const got = await checkoutWithin(promiseOnly as never, 1_000, (error) => heard.push(error.message));

@@ -75,7 +75,9 @@ export async function checkoutWithin(
       reject(error);
     };
     const returned: unknown = pool.connect((error, client) =>
-      error || client === undefined ? fail(error ?? new Error('the pool handed over no client')) : take(client),
+      error || client === undefined
+        ? fail(error ?? new Error('the pool handed over no client'))
+        : take(client),
     );
     if (isThenable(returned)) {
       returned.then((client) => {
