@@ -157,6 +157,8 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   const observed = observer !== noopObserver;
   const execute = createExecutor({ runtime, ...tool });
   const volatile = omitTreeOf(tool.volatileFields);
+  // The tool's wait bounds, built once: a literal that spreads after a field is built on a slow path every call.
+  const runWait = { budgetMs: tool.waitMs, ...RUN_BACKOFF };
   const claimLoop =
     kind === 'read'
       ? undefined
@@ -202,7 +204,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       context,
       scope,
       facts,
-      waiter: new Waiter(notifier, { budgetMs: tool.waitMs, ...RUN_BACKOFF }, context.signal),
+      waiter: new Waiter(notifier, runWait, context.signal),
     });
   };
 
