@@ -14,6 +14,8 @@ export function jaegerTraceUrl(base: string, traceId: string): string {
 /** One call made with the key, as its span and/or its decision log record tell it. */
 export interface KeyCall {
   readonly time: string;
+  /** Microseconds since the epoch: orders calls that start within one millisecond (a replay can take less). */
+  readonly timeMicros: number;
   readonly outcome: string | null;
   readonly attempt: number | null;
   readonly waitedMs: number | null;
@@ -96,6 +98,7 @@ async function fromJaeger(query: StoryQuery, tag: [string, string]): Promise<Fou
       const outcome = value(ATTR.OUTCOME);
       calls.push({
         time: new Date(span.startTime / 1000).toISOString(),
+        timeMicros: span.startTime,
         outcome: typeof outcome === 'string' ? outcome : null,
         attempt: asNumber(value(ATTR.ATTEMPT)),
         waitedMs: asNumber(value(ATTR.WAITED_MS)),
@@ -153,6 +156,7 @@ async function fromLogs(query: StoryQuery, tag: [string, string]): Promise<Found
     .map((line) => JSON.parse(line) as Record<string, string>);
   const calls: KeyCall[] = records.map((r) => ({
     time: new Date(r._time ?? '').toISOString(),
+    timeMicros: microsOf(r._time ?? ''),
     outcome: r[ATTR.OUTCOME] ?? null,
     attempt: asNumber(r[ATTR.ATTEMPT]),
     waitedMs: asNumber(r[ATTR.WAITED_MS]),
@@ -162,6 +166,13 @@ async function fromLogs(query: StoryQuery, tag: [string, string]): Promise<Found
     sources: ['logs'],
   }));
   return Object.assign(calls, { truncated: records.length >= MAX_RESULTS });
+}
+
+/** An RFC 3339 time as VictoriaLogs writes it (nanosecond digits) in microseconds since the epoch */
+function microsOf(rfc3339: string): number {
+  const ms = Date.parse(rfc3339);
+  const subMs = /\.\d{3}(\d{1,3})/.exec(rfc3339)?.[1] ?? '';
+  return ms * 1000 + Number(subMs.padEnd(3, '0'));
 }
 
 /**
@@ -220,6 +231,6 @@ export async function keyStory(query: StoryQuery): Promise<KeyStory> {
       sources: ['jaeger', 'logs'],
     });
   }
-  const calls = [...bySpan.values(), ...unmatched].sort((a, b) => a.time.localeCompare(b.time));
+  const calls = [...bySpan.values(), ...unmatched].sort((a, b) => a.timeMicros - b.timeMicros);
   return { calls, problems };
 }
