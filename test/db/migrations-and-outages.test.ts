@@ -300,7 +300,7 @@ async function ledgerThatLosesItsDatabase(outcome: () => unknown, options: Ledge
       // Prepared statements arrive as { name, text, values }.
       state.down ||
       (state.completionsDown &&
-        String((text as unknown as { text?: string }).text ?? text).startsWith('WITH done'))
+        String((text as unknown as { text?: string }).text ?? text).includes('completed_at = now()'))
         ? refused()
         : pool.query(text, params),
     connect: () => pool.connect(),

@@ -65,8 +65,8 @@ describe('a connection that ends at each step of a transactional call', () => {
     ['BEGIN', 'after', 'executed'],
     ['.effects', 'before', 'executed'],
     ['.effects', 'after', 'executed'],
-    ['WITH done AS', 'before', 'executed'],
-    ['WITH done AS', 'after', 'executed'],
+    ['completed_at = now()', 'before', 'executed'],
+    ['completed_at = now()', 'after', 'executed'],
     ['COMMIT', 'before', 'executed'],
     ['COMMIT', 'after', 'replayed'],
   ] as const)(
