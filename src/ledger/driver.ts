@@ -12,6 +12,11 @@ export interface Driver extends Queryable {
    */
   readonly reserved: Queryable;
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Whether the server parses and plans each of the driver's statements anew (unnamed statements: behind a pooler
+   * in transaction mode, or `preparedStatements: false`), so the layout sends the hot path's server functions.
+   */
+  plansEveryStatement(): boolean;
   /** Subscribes to a notification channel. Resolves to an unsubscribe function. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

@@ -17,6 +17,7 @@ import {
   renewLeaseSql,
   startStepSql,
 } from './sql/runs.js';
+import { completeCallSql, insertRunCallSql } from './sql/server-functions.js';
 
 /**
  * A fenced write, by key; in the partitioned layout also in the claimed row's partition only, which is tried first
@@ -75,10 +76,18 @@ export async function writeFenced<R>(
   return (await client.query<R>(statement.byKey, params)).rows;
 }
 
-/** The statements of `schema` in its layout: picked here, once. */
-export function layoutStatements(schema: string, layout: Layout, distributed: boolean): LayoutStatements {
+/**
+ * The statements of `schema` in its layout: picked here, once. `plansEveryStatement` is the driver's (see
+ * `Driver`): the table layout then sends its first execution's server functions.
+ */
+export function layoutStatements(
+  schema: string,
+  layout: Layout,
+  distributed: boolean,
+  plansEveryStatement: () => boolean,
+): LayoutStatements {
   if (distributed) return citusLayout(schema);
-  return layout === 'partitioned' ? partitionedLayout(schema) : tableLayout(schema);
+  return layout === 'partitioned' ? partitionedLayout(schema) : tableLayout(schema, plansEveryStatement);
 }
 
 /** A fenced write by key alone, or also in the row's partition (`scope: 'partition'`). */
@@ -145,11 +154,19 @@ async function claimRows(
   return { kind: 'row', rows };
 }
 
-/** One table with a unique key: a fresh key is best served by the bare insert, an existing one by the claim. */
-function tableLayout(schema: string): LayoutStatements {
+/**
+ * One table with a unique key: a fresh key is best served by the bare insert, an existing one by the claim. The
+ * insert and the completion go through their server functions when the driver's statements are planned on every
+ * call (sql/server-functions.ts); the claim of an existing key stays a statement, as replays seldom reach it.
+ */
+function tableLayout(schema: string, plansEveryStatement: () => boolean): LayoutStatements {
   const writes = fencedWrites(schema, false);
-  const completion = fencedOf(schema, false, completeSql);
-  const insert = insertRunSql(schema);
+  const statements = { insert: insertRunSql(schema), completion: fencedOf(schema, false, completeSql) };
+  const functions = {
+    insert: insertRunCallSql(schema),
+    completion: { byKey: completeCallSql(schema), inPartition: undefined },
+  };
+  const hotPath = () => (plansEveryStatement() ? functions : statements);
   const claim = claimSql(schema);
   return Object.freeze({
     ...writes,
@@ -158,14 +175,14 @@ function tableLayout(schema: string): LayoutStatements {
     async claim(db: Queryable, path: ClaimPath, request: ClaimFields): Promise<ClaimStep> {
       const triedInsert = path.insertFirst;
       if (triedInsert) {
-        const inserted = (await db.query<{ id: string }>(insert, insertRunParams(request))).rows;
+        const inserted = (await db.query<{ id: string }>(hotPath().insert, insertRunParams(request))).rows;
         path.found(inserted.length === 0);
         if (inserted[0]) return { kind: 'fresh', id: inserted[0].id };
       }
       return claimRows(db, path, claim, request, triedInsert);
     },
-    complete: (db: Queryable, completion_: Completion, errorText: string | null, channel: string) =>
-      completeFenced(db, completion, completion_, errorText, channel),
+    complete: (db: Queryable, completion: Completion, errorText: string | null, channel: string) =>
+      completeFenced(db, hotPath().completion, completion, errorText, channel),
   });
 }
 

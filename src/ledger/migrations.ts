@@ -1,5 +1,6 @@
 import { auditTableDdl } from './audit/tables.js';
 import { forgottenTable, quoteIdent, resolvedTable, runsTable, settingsTable } from './sql/names.js';
+import { serverFunctionsSql } from './sql/server-functions.js';
 
 export interface Migration {
   readonly version: number;
@@ -205,6 +206,15 @@ ALTER TABLE ${t} ADD COLUMN approval jsonb;
 COMMENT ON COLUMN ${t}.approval IS 'tool-ledger: the arguments awaiting approval, then the decision (by, at, reason, fingerprints, edit)';
 ${auditTableDdl(schema)}`;
     },
+  },
+  {
+    version: 12,
+    name: 'tool_runs_server_functions',
+    // A first execution's insert and completion as PL/pgSQL functions, which keep their statements' plans per
+    // server connection: the table layout calls them when its driver sends unnamed statements (behind a pooler in
+    // transaction mode), which Postgres would otherwise parse and plan on every call (sql/server-functions.ts).
+    // Functions only: processes of version 11 go on sending the statements themselves.
+    up: (schema) => serverFunctionsSql(schema),
   },
 ];
 

@@ -45,7 +45,7 @@ export class LedgerStore {
   ) {
     this.#driver = driver;
     this.#schema = schema;
-    this.#sql = layoutStatements(schema, layout, distributed);
+    this.#sql = layoutStatements(schema, layout, distributed, () => this.#driver.plansEveryStatement());
     this.#cache = new ResultCache(cache);
     // A plain lowercase identifier: both pg and PGlite LISTEN it without quoting surprises.
     this.channel = `tool_ledger_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;

@@ -24,7 +24,10 @@ async function placements(schema: string): Promise<Record<string, string>> {
   }>(
     `SELECT c.relname AS name, t.citus_table_type AS kind, t.distribution_column AS column, t.colocation_id AS group
      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     LEFT JOIN citus_tables t ON t.table_name = c.oid
+     -- Per table of this schema (OFFSET 0 keeps the planner from joining the whole view): citus_tables names the
+     -- distribution column of every table in the cluster, and one that another file drops meanwhile fails the
+     -- lookup ("cache lookup failed for attribute").
+     LEFT JOIN LATERAL (SELECT * FROM citus_tables WHERE table_name = c.oid OFFSET 0) t ON true
      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY 1`,
     [schema],
   );

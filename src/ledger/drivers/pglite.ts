@@ -17,6 +17,9 @@ export function pgliteDriver(db: PGliteLike, ownsDb: boolean): Driver {
     query: (text, params) => db.query(text, params),
     reserved: { query: (text, params) => db.query(text, params) },
     transaction: (fn) => db.transaction(fn),
+    // PGlite parses and plans every statement it is sent: through the server functions a first execution took
+    // 1.0 ms of CPU instead of 1.35 (1,205-1,245 against 878-892 calls/s in one process, two runs each).
+    plansEveryStatement: () => true,
     listen: (channel, onNotify) => db.listen(channel, onNotify),
     async close() {
       if (ownsDb && !db.closed) await db.close();

@@ -51,6 +51,8 @@ function placeholders<T extends Record<string, string>>(types: T): Placeholders<
 }
 
 export const CLAIM = placeholders(CLAIM_TYPES);
+/** The types of the bare insert's parameters (`insertRunSql`), in order. */
+export const FRESH_RUN_PARAMETER_TYPES = Object.freeze(Object.values(FRESH_RUN_TYPES));
 const FRESH_RUN_NAMES = Object.freeze(Object.keys(FRESH_RUN_TYPES) as (keyof typeof FRESH_RUN_TYPES)[]);
 const CLAIM_NAMES = Object.freeze(Object.keys(CLAIM_TYPES) as (keyof ClaimFields)[]);
 

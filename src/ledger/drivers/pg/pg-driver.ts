@@ -42,6 +42,7 @@ export function pgDriver(pool: PgPoolLike, settings: PgDriverSettings): Driver {
     query: ownsPool ? poolQuery : (text, params) => withinMs(poolQuery(text, params), answerTimeoutMs),
     reserved: { query: listening.query },
     transaction: (fn) => pgTransaction(pool, answerTimeoutMs, fn),
+    plansEveryStatement: () => statements.unnamed,
     listen: listening.listen,
     async close() {
       listening.close();

@@ -69,6 +69,11 @@ export class PoolStatements {
           });
   }
 
+  /** Unnamed from the start (`preparedStatements: false`) or since a pooler lost a named statement. */
+  get unnamed(): boolean {
+    return this.#mode === 'unnamed';
+  }
+
   readonly query = async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
     if (this.#mode === 'unnamed') return this.#pool.query<R>(text, params);
     try {
