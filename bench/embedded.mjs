@@ -2,12 +2,15 @@
 // fresh process, so nothing is warm but what a user's second start would find (the saved initdb, see
 // src/ledger/drivers/pglite-template.ts). Then where the time and memory go, phase by phase, and what V8's optimising
 // WebAssembly tier costs (the same start under `node --liftoff-only`). Against pg when DATABASE_URL is set.
-// Run: npm run build && node bench/embedded.mjs   Env: BENCH_STARTS (default 3)
+// Then a long run of first executions in the phased start: what stays resident as the ledger works, the WAL included
+// (PGlite has no checkpointer; the driver's own checkpoints bound it, src/ledger/drivers/pglite-wal.ts).
+// Run: npm run build && node bench/embedded.mjs   Env: BENCH_STARTS (default 3), BENCH_EMBEDDED_CALLS (default 10000)
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import pg from 'pg';
 
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
+const LONG = Number(process.env.BENCH_EMBEDDED_CALLS ?? 10_000);
 const dist = (path) => JSON.stringify(new URL(`../dist/${path}`, import.meta.url).href);
 
 // What a user does: createLedger() with nothing configured, then one call.
@@ -72,6 +75,9 @@ await tool.call({}, { key: 'k' });
 phase('first call');
 for (let i = 0; i < 20; i++) await tool.call({}, { key: 'k' + i });
 phase('20 more calls');
+for (let i = 0; i < ${LONG}; i++) await tool.call({}, { key: 'long' + i });
+phase('${LONG} more calls');
+phases.at(-1).wal = (await db.query('SELECT coalesce(sum(size), 0)::float8 / 1048576 AS mib FROM pg_ls_waldir()')).rows[0].mib;
 console.log(JSON.stringify(phases));
 await ledger.close();
 await db.close();
@@ -110,8 +116,9 @@ console.log(
 );
 for (const [i, { name }] of runs.phases[0].entries()) {
   const at = (key) => median(runs.phases.map((p) => p[i][key]));
+  const wal = runs.phases[0][i].wal === undefined ? '' : ` (of it WAL ${at('wal').toFixed(0)})`;
   console.log(
-    `    ${name.padEnd(26)} ${(at('ms') / 1000).toFixed(2).padStart(5)} s  cpu ${(at('cpuMs') / 1000).toFixed(2).padStart(5)} s  rss ${at('rss').toFixed(0).padStart(4)}: heap ${at('heap').toFixed(0)}, wasm ${at('wasm').toFixed(0)}, data ${at('data').toFixed(0)}`,
+    `    ${name.padEnd(26)} ${(at('ms') / 1000).toFixed(2).padStart(5)} s  cpu ${(at('cpuMs') / 1000).toFixed(2).padStart(5)} s  rss ${at('rss').toFixed(0).padStart(4)}: heap ${at('heap').toFixed(0)}, wasm ${at('wasm').toFixed(0)}, data ${at('data').toFixed(0)}${wal}`,
   );
 }
 if (DATABASE_URL) {

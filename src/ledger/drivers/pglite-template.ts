@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import type { MemoryFS } from '@electric-sql/pglite';
 import { readTar } from './pglite-tar.js';
+import { PGLITE_WAL_SETTINGS } from './pglite-wal.js';
 
 /**
  * Most of an in-memory PGlite's start-up is its initdb, which builds the same cluster every time. The first start
@@ -48,6 +49,15 @@ const TEMPLATE_SHAPE = 'wal1';
  * WebAssembly memory's resident size is 21 MiB instead of 152 MiB. `wal_buffers` follows (1/32 of it).
  */
 const IN_MEMORY_SETTINGS = { shared_buffers: '8MB' } as const satisfies Record<string, string>;
+
+/** The start parameters of an in-memory cluster: the settings above and the WAL's (pglite-wal.ts). */
+function startParams(PGlite: PGliteModule['PGlite']): string[] {
+  const settings = { ...IN_MEMORY_SETTINGS, ...PGLITE_WAL_SETTINGS };
+  return [
+    ...PGlite.defaultStartParams,
+    ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+  ];
+}
 
 /**
  * Where the saved cluster lives: after initdb only, or (`migrated`) also with tool-ledger's tables in one schema at
@@ -107,11 +117,6 @@ function templateFs(MemoryFSClass: typeof MemoryFS, archive: Promise<Uint8Array 
       }
     }
   })();
-}
-
-function startParams(PGlite: PGliteModule['PGlite']): string[] {
-  const settings = Object.entries(IN_MEMORY_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
-  return [...PGlite.defaultStartParams, ...settings];
 }
 
 /** A start from the saved cluster, or undefined when it cannot be loaded (the caller runs initdb). */
