@@ -113,6 +113,10 @@ describe('in-memory PGlite saved once migrated', () => {
 
     const second = await openInMemoryLedgerDb('saved_m', paths);
     expect(second.saveMigrated).toBeUndefined();
+    // Saved with the one database the ledger uses: initdb's two templates were dropped before the migrations.
+    expect((await second.db.query<{ datname: string }>('SELECT datname FROM pg_database')).rows).toEqual([
+      { datname: 'postgres' },
+    ]);
     expect(await applyMigrations(pgliteDriver(second.db, false), 'saved_m')).toEqual([]);
     expect(await secretOf(second.db as unknown as PGlite)).toBeUndefined();
     const secondLedger = await createLedger({ pglite: second.db as never, schema: 'saved_m' });

@@ -76,7 +76,8 @@ export async function templatePath(migrated?: {
     };
     if (typeof manifest.version !== 'string' || !/^[\w.+-]+$/.test(manifest.version)) return undefined;
     const contents = migrated
-      ? `m${migrated.version}-${createHash('sha256').update(migrated.schema).digest('hex').slice(0, 16)}`
+      ? // `onedb`: saved without template0 and template1 (openInMemoryLedgerDb); a cluster saved with them is not loaded.
+        `m${migrated.version}-onedb-${createHash('sha256').update(migrated.schema).digest('hex').slice(0, 16)}`
       : 'initdb';
     return join(tmpdir(), `tool-ledger-pglite-${manifest.version}-${TEMPLATE_SHAPE}-${contents}.tar.gz`);
   } catch {
