@@ -23,7 +23,7 @@ export const benchKey = (tag, c, i) => `${tag}_${c}_${i}`;
  * and counter. `work(observe)` reports to an optional observer what a richer instrumentation records: the parameter
  * hash, each statement's duration, the handler's duration and whether the call was a replay.
  */
-export async function handWritten(url, schema, { concurrency, instrument } = {}) {
+export async function handWritten(url, schema, { concurrency, instrument, named = false } = {}) {
   const pool = new pg.Pool({ connectionString: url, max: concurrency });
   // An idle client's error (the bench's server stopping while a side is still open) must not crash the run.
   pool.on('error', () => {});
@@ -41,9 +41,14 @@ export async function handWritten(url, schema, { concurrency, instrument } = {})
   const select = `SELECT parameter_hash, status, result_json FROM ${t}
     WHERE tenant_id = $1 AND tool_name = $2 AND idempotency_key = $3`;
   let n = 0;
+  // `named`: the same statements prepared once per connection (pg's `name`), as a user would behind a pooler that
+  // keeps them (PgBouncer's max_prepared_statements).
+  const send = named
+    ? (text, values) => pool.query({ name: `hand_${operationOf(text, insert, update)}`, text, values })
+    : (text, values) => pool.query(text, values);
   // Without an observer, the plain query: the bare baseline pays for nothing it does not do.
   const query = (observe, operation, text, values) =>
-    observe ? timed(observe, operation, () => pool.query(text, values)) : pool.query(text, values);
+    observe ? timed(observe, operation, () => send(text, values)) : send(text, values);
   const call = async (key, input, observe) => {
     const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
     observe?.paramsHash(hash);
@@ -68,6 +73,9 @@ export async function handWritten(url, schema, { concurrency, instrument } = {})
     close: () => pool.end(),
   };
 }
+
+const operationOf = (text, insert, update) =>
+  text === insert ? 'insert' : text === update ? 'update' : 'select';
 
 /** Awaits `run()` and reports its seconds to `observe.operation`. */
 async function timed(observe, operation, run) {

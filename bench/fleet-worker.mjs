@@ -1,7 +1,8 @@
 // One process of the fleet bench (bench/fleet.mjs): one side, first executions only, started on "GO" from stdin
 // so that every process of a point starts together. Prints one JSON line: calls, milliseconds and the process's
 // CPU microseconds (user + system) over the measured calls.
-// Args: side (ledger | hand), url, schema, calls, concurrency, tag, preparedStatements (true | false).
+// Args: side (ledger | hand), url, schema, calls, concurrency, tag, preparedStatements (true | false; for the
+// hand-written side 'named' sends named statements, anything else plain unnamed ones).
 import { handWritten, toolLedger } from './baselines.mjs';
 import { throughput } from './postgres.mjs';
 
@@ -11,7 +12,7 @@ const c = Number(concurrency);
 const made =
   side === 'ledger'
     ? await toolLedger(url, schema, { poolSize: c, preparedStatements: prepared !== 'false' })
-    : await handWritten(url, schema, { concurrency: c });
+    : await handWritten(url, schema, { concurrency: c, named: prepared === 'named' });
 // Keys of this process only: `tag` tells the processes of one point apart.
 const first = (i) => made.first(tag, i);
 // A short warm-up (connections, plans), outside the figure.

