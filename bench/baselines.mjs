@@ -43,8 +43,13 @@ export async function handWritten(url, schema, { concurrency, instrument, named 
   let n = 0;
   // `named`: the same statements prepared once per connection (pg's `name`), as a user would behind a pooler that
   // keeps them (PgBouncer's max_prepared_statements).
+  const names = new Map([
+    [insert, 'hand_insert'],
+    [update, 'hand_update'],
+    [select, 'hand_select'],
+  ]);
   const send = named
-    ? (text, values) => pool.query({ name: `hand_${operationOf(text, insert, update)}`, text, values })
+    ? (text, values) => pool.query({ name: names.get(text), text, values })
     : (text, values) => pool.query(text, values);
   // Without an observer, the plain query: the bare baseline pays for nothing it does not do.
   const query = (observe, operation, text, values) =>
@@ -73,9 +78,6 @@ export async function handWritten(url, schema, { concurrency, instrument, named 
     close: () => pool.end(),
   };
 }
-
-const operationOf = (text, insert, update) =>
-  text === insert ? 'insert' : text === update ? 'update' : 'select';
 
 /** Awaits `run()` and reports its seconds to `observe.operation`. */
 async function timed(observe, operation, run) {

@@ -57,7 +57,7 @@ describe('the PGlite driver bounds the WAL it keeps', () => {
     await driver.close();
   });
 
-  it('the in-memory cluster keeps few segments after a checkpoint, and a ledger on it answers as before', async () => {
+  it('the in-memory cluster starts with WAL settings that keep few segments after a checkpoint, and a ledger on it answers as before', async () => {
     const db = await openPGlite('memory://');
     const { rows } = await db.query<{ name: string; setting: string }>(
       `SELECT name, setting FROM pg_settings WHERE name IN ('min_wal_size', 'max_wal_size') ORDER BY name`,

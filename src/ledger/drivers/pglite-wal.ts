@@ -3,8 +3,8 @@ import type { Queryable } from '../../contract/types.js';
 /**
  * PGlite runs Postgres as one backend with no checkpointer, so nothing checkpoints when WAL reaches `max_wal_size`
  * or `checkpoint_timeout` passes, and no WAL segment is ever removed: the data directory (held in memory by the
- * embedded default) grew by every WAL byte written (640 per first execution on the embedded default), for as long as the process ran.
- * The driver checkpoints itself instead, once the WAL written since the last checkpoint passes a bound; the
+ * embedded default) grew by every WAL byte written (640 per first execution there) for as long as the process
+ * ran. The driver checkpoints itself instead, once the WAL written since the last checkpoint passes a bound; the
  * checkpoint then removes the segments before it (recycling a few, up to `max_wal_size`).
  */
 export interface WalBoundOptions {
