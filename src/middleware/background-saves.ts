@@ -56,6 +56,9 @@ interface Entry {
   readonly untilMs: number;
 }
 
+/** A completion's run and attempt, which its first save and a retry's save of it share. */
+const runAttempt = (completion: Completion) => `${completion.id}:${completion.attempt}`;
+
 function sleep(ms: number): Promise<void> {
   // Not kept alive for this: a process that is done may exit, as it could crash, and a later retry decides.
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -79,6 +82,11 @@ export class BackgroundSaves {
   readonly #inFlight = new Map<string, Completion>();
   /** Completions a retry saved while their own first save was still stuck, by `id:attempt`, with when. */
   readonly #savedForThem = new Map<string, Date>();
+  /**
+   * Those retries' saves still under way, by `id:attempt`. A retry's write may land first while its answer is still
+   * on the way: the first save, refused meanwhile, waits for these before it calls itself refused.
+   */
+  readonly #savingForThem = new Map<string, Set<Promise<void>>>();
   #bytes = 0;
   #loop: Promise<void> | undefined;
   #stopped = false;
@@ -108,7 +116,7 @@ export class BackgroundSaves {
         .catch(() => retryWrite(() => this.#store.complete(completion, timer), 1));
     } catch (error) {
       this.#landed(key, completion);
-      at = this.#takeSavedForThem(completion);
+      at = await this.#savedForThemBy(completion);
       if (at) return { kind: 'landed', at };
       if (this.#keep(tool, key, completion)) return { kind: 'kept', error };
       return {
@@ -118,7 +126,7 @@ export class BackgroundSaves {
       };
     }
     // Refused: another caller took the key over, unless a retry from this process saved it for us.
-    at ??= this.#takeSavedForThem(completion);
+    at ??= await this.#savedForThemBy(completion);
     this.#landed(key, completion);
     return at ? { kind: 'landed', at } : REFUSED;
   }
@@ -146,12 +154,38 @@ export class BackgroundSaves {
     if (this.#inFlight.get(key) === completion) this.#inFlight.delete(key);
   }
 
-  /** When a retry saved this completion for its stuck first save, that time (once). */
-  #takeSavedForThem(completion: Completion): Date | undefined {
-    const id = `${completion.id}:${completion.attempt}`;
+  /**
+   * When a retry saved this completion for its stuck first save, that time (once), after the retries' saves of it
+   * still under way have ended: each is one fenced statement, bounded by the query timeout.
+   */
+  async #savedForThemBy(completion: Completion): Promise<Date | undefined> {
+    const id = runAttempt(completion);
+    const saving = this.#savingForThem.get(id);
+    if (saving) await Promise.allSettled(saving);
     const at = this.#savedForThem.get(id);
     this.#savedForThem.delete(id);
     return at;
+  }
+
+  /** Sends `completion` for its first save, which may be stuck, and records when it landed. */
+  #saveForThem(completion: Completion): Promise<void> {
+    const id = runAttempt(completion);
+    const saving = this.#store
+      .complete(completion, () => {})
+      .then((at) => {
+        if (!at) return;
+        this.#savedForThem.set(id, at);
+        if (this.#savedForThem.size > 10_000)
+          this.#savedForThem.delete(this.#savedForThem.keys().next().value!);
+      });
+    const pending = this.#savingForThem.get(id) ?? new Set<Promise<void>>();
+    this.#savingForThem.set(id, pending.add(saving));
+    const settled = () => {
+      pending.delete(saving);
+      if (pending.size === 0 && this.#savingForThem.get(id) === pending) this.#savingForThem.delete(id);
+    };
+    saving.then(settled, settled);
+    return saving;
   }
 
   /**
@@ -196,12 +230,7 @@ export class BackgroundSaves {
     if (inFlight) {
       // Its own save may be stuck on a dead connection for up to queryTimeoutSeconds, longer than the lease: send
       // the same fenced completion on another connection. Whichever lands first wins; the other is refused.
-      const at = await this.#store.complete(inFlight, () => {});
-      if (at) {
-        this.#savedForThem.set(`${inFlight.id}:${inFlight.attempt}`, at);
-        if (this.#savedForThem.size > 10_000)
-          this.#savedForThem.delete(this.#savedForThem.keys().next().value!);
-      }
+      await this.#saveForThem(inFlight);
       this.#landed(key, inFlight);
     }
     if (this.#entries.length === 0) return;
