@@ -18,7 +18,8 @@ export interface Migration {
  * Ordered and append-only: a shipped migration is never edited, only followed by a new one. From migration 11 on
  * every migration is expand-only: it adds tables, nullable or defaulted columns and indexes, and never drops,
  * renames, retypes or re-keys anything, so the previous release keeps working on the new schema while a fleet
- * rolls and the new release works beside old processes.
+ * rolls and the new release works beside old processes. The one kind of drop allowed is an index no statement
+ * needs for its answers (migration 13): its loss changes plans, never results.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -186,8 +187,8 @@ ALTER TABLE ${resolvedTable(schema)} ADD PRIMARY KEY (tenant_id, id)`;
     name: 'tool_runs_created_brin',
     // The console's reads: a search by time range (tenant, tool, status or user within a window) and a run by its
     // id (migration 8 dropped the index on id). Rows arrive in the order of both columns, so one BRIN index on
-    // (created_at, id) narrows either to a few block ranges; a BRIN entry covers 128 pages and a new row's range is
-    // summarized later (by vacuum), so a first execution writes no index tuple for it. The primary key serves a
+    // (created_at, id) narrows either to a few block ranges; a BRIN entry covers 128 pages. (A first execution into
+    // a range vacuum has already summarized does update its summary: see migration 13.) The primary key serves a
     // search by key (src/support/search-sql.ts): no index on the key alone, which every insert would pay for.
     up: (schema) =>
       `CREATE INDEX IF NOT EXISTS tool_runs_created_brin ON ${runsTable(schema)} USING brin (created_at, id)`,
@@ -215,6 +216,18 @@ ${auditTableDdl(schema)}`;
     // transaction mode), which Postgres would otherwise parse and plan on every call (sql/server-functions.ts).
     // Functions only: processes of version 11 go on sending the statements themselves.
     up: (schema) => serverFunctionsSql(schema),
+  },
+  {
+    version: 13,
+    name: 'tool_runs_no_expiry_brin',
+    // The BRIN on expires_at (migration 8) taxed every first execution whose block range was already summarized:
+    // the first range of a new table, and in a table that purges, every range, since new rows refill the space a
+    // purge freed and vacuum has summarized those ranges. There a first execution writes a summary update of 78-88
+    // bytes for each BRIN (bench/wal-records.mjs), and a refilled range's summary spans from its oldest row to now,
+    // so it no longer narrows a search either. Nothing needs it: the purge sweeps the heap in TID windows on
+    // PostgreSQL 14 and later (purge-sweep.ts), and its whole-table batches (PostgreSQL 13, Citus shards) take
+    // the same rows with a scan. The partitioned layout never had it. Processes of version 12 run unchanged.
+    up: (schema) => `DROP INDEX IF EXISTS ${quoteIdent(schema)}.tool_runs_expires_idx`,
   },
 ];
 

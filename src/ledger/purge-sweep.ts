@@ -1,6 +1,7 @@
 /**
- * How the table layout's purge walks the heap. The expiry index is a BRIN (migration 8): it cannot sort, and once
- * purged space is reused its ranges' minimums stay old, so it cannot bound a batch either. A batch that scans for
+ * How the table layout's purge walks the heap. No index serves it: the expiry BRIN of migration 8 could not sort,
+ * and once purged space was reused its ranges' minimums stayed old, so it could not bound a batch either (migration
+ * 13 dropped it, since every first execution paid to update it). A batch that scans for
  * `LIMIT n` expired rows anywhere in the table ends well while expired rows are dense, but the last batch of every
  * purge (the one that finds fewer than n) reads the whole table to be sure: 9.1 s at 30 M rows (908 k blocks),
  * measured, past the default statement timeout of 5 s. So the purge sweeps the heap in windows of physical blocks

@@ -4,8 +4,8 @@ import { runsTable } from './names.js';
 /**
  * The whole-table purge batch, for PostgreSQL 13 and partitioned tables (see purge-sweep.ts). Deletes one batch
  * of expired rows, skipping rows another purger holds, and answers a row for each. By key, the primary key: `id` has no
- * index since migration 8. No order: the expiry index is a BRIN (migration 8), which finds the expired ranges
- * but cannot sort them, and a batch that must be the oldest would sort every expired row each time. $1 batch size.
+ * index since migration 8. No order and no index (migration 13 dropped the expiry BRIN): a scan that stops at the
+ * batch's size, as a batch that must be the oldest would sort every expired row each time. $1 batch size.
  */
 export function purgeExpiredBatchSql(schema: string): string {
   const t = runsTable(schema);
@@ -30,7 +30,8 @@ FROM pg_class c WHERE c.oid = $1::text::regclass`;
 
 /**
  * Sent before each window batch, in its transaction: the window must be read by a TID range scan. A bitmap scan of
- * the BRIN would read every expired range of the whole table for each window, a sequential scan all of it.
+ * a BRIN on a schema before migration 13 would read every expired range of the whole table for each window, a
+ * sequential scan all of it.
  */
 export function purgeWindowPlanSql(): string {
   return `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`;
