@@ -46,6 +46,7 @@ export function createExecutor(settings: ExecutorSettings): Execute {
         token: row.step_token,
         scope,
         signal: () => lease.signal,
+        waitMs: settings.waitMs,
         unrecordable:
           transactional && store.driver.kind === 'pglite' ? stepsOnPglite(name, stepName) : undefined,
       });

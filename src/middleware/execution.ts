@@ -32,6 +32,8 @@ export interface ExecutorSettings {
   readonly onUnknown: UnknownOutcomeRule<UnknownRunContext, unknown>;
   readonly leaseSeconds: number;
   readonly ttlSeconds: number;
+  /** How long a later attempt here waits for a step an earlier attempt of this process is still running. */
+  readonly waitMs: number;
 }
 
 /** How an execution ended, as the caller sees it. */

@@ -29,12 +29,25 @@ const MAX_STEP_NAME_LENGTH = 200;
 export const DECIDED_UNKNOWN = new WeakSet<object>();
 
 /**
+ * How a step that an attempt of this process ran ended, for a later attempt here that found it started: `held`,
+ * its result is held (`HeldSteps.get`); `rerun`, it had no effect to keep (its function threw its own error, or
+ * never ran), so it runs again, as a recorded failure would; `unknown`, its effect may have happened unrecorded.
+ */
+export type StepEnd = 'held' | 'rerun' | 'unknown';
+
+/**
  * Step results this process finished but could not save yet, by run, token and step name. A later attempt in
  * this process takes them instead of running the step again, and saves them under its own fence. Bounded: the
  * oldest go first (a lapsed one then counts as interrupted, which its rule settles).
+ *
+ * Also the steps running here now, by run and name: when an attempt's lease lapses under a slow step (a dead
+ * network stops its renewals) and a retry from this process takes the run over, the retry finds the step started
+ * and would call it interrupted while this process is still running it. It waits for it instead, within the
+ * tool's `waitSeconds`, and then knows how it ended.
  */
 export class HeldSteps {
   readonly #results = new Map<string, string>();
+  readonly #running = new Map<string, Promise<StepEnd>>();
   readonly #max: number;
 
   constructor(max = 10_000) {
@@ -43,6 +56,46 @@ export class HeldSteps {
 
   static key(runId: string, token: string, name: string): string {
     return `${runId}\u0000${token}\u0000${name}`;
+  }
+
+  /** A running step's key: the run and the step (its token may not be drawn yet when it starts). */
+  static runningKey(runId: string, name: string): string {
+    return `${runId}\u0000${name}`;
+  }
+
+  /** Registers a step starting here; the function returned says how it ended, once (later calls do nothing). */
+  running(key: string): (end: StepEnd) => void {
+    let settle!: (end: StepEnd) => void;
+    const ended = new Promise<StepEnd>((resolve) => {
+      settle = resolve;
+    });
+    this.#running.set(key, ended);
+    return (end) => {
+      settle(end);
+      if (this.#running.get(key) === ended) this.#running.delete(key);
+    };
+  }
+
+  /**
+   * How the step running here under `key` ended, waiting for it at most `waitMs` and until `signal` aborts;
+   * undefined when none runs here or the wait ran out.
+   */
+  async ended(key: string, waitMs: number, signal: AbortSignal): Promise<StepEnd | undefined> {
+    const running = this.#running.get(key);
+    if (!running || waitMs <= 0 || signal.aborted) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const gaveUp = new Promise<undefined>((resolve) => {
+      timer = setTimeout(resolve, waitMs, undefined);
+      onAbort = () => resolve(undefined);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([running, gaveUp]);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort!);
+    }
   }
 
   hold(key: string, resultText: string): void {
@@ -72,6 +125,8 @@ export interface StepRunnerSettings {
   readonly token: string | null;
   readonly scope: CallScope;
   readonly signal: () => AbortSignal;
+  /** How long to wait for a step an earlier attempt of this process is still running (the tool's `waitSeconds`). */
+  readonly waitMs: number;
   /**
    * Why step records cannot commit on their own here, if they cannot: a transactional tool on PGlite, whose one
    * connection the handler's transaction holds until it ends (a record would wait for it forever).
@@ -163,8 +218,11 @@ export class StepRunner {
       }
       // Started by an earlier attempt and never finished: the effect may or may not have happened.
       if (record?.status === 'started' && record.attempt < this.#s.fence.attempt) {
-        const heldKey = this.#token ? HeldSteps.key(this.#s.fence.id, this.#token, name) : undefined;
-        const heldText = heldKey ? this.#s.held.get(heldKey) : undefined;
+        const { held, fence, waitMs } = this.#s;
+        // An earlier attempt of this process may be running it still: its end, not the record, says what it did.
+        const ended = await held.ended(HeldSteps.runningKey(fence.id, name), waitMs, this.#s.signal());
+        const heldKey = this.#token ? HeldSteps.key(fence.id, this.#token, name) : undefined;
+        const heldText = heldKey ? held.get(heldKey) : undefined;
         if (heldText !== undefined) {
           // This process finished it and could not save it then: save it now, never run it again.
           const value = await this.#saveResult(name, heldText);
@@ -172,6 +230,7 @@ export class StepRunner {
           scope.end('replayed', undefined, value);
           return value;
         }
+        if (ended === 'rerun') return await this.#execute(name, fn, rule, scope);
         const settled = await this.#settleUnknown(name, rule, record.attempt, scope);
         if (settled.found) {
           const value = await this.#saveResult(name, settled.text);
@@ -207,31 +266,44 @@ export class StepRunner {
     rule: UnknownOutcomeRule<StepContext, unknown>,
     scope: StepScope,
   ): Promise<unknown> {
-    const { store, fence } = this.#s;
-    const token = await store.startStep(fence, name, this.#token ?? randomBytes(18).toString('base64url'));
-    if (token === undefined) throw this.#leaseLost(name);
-    this.#token = token;
-    let value: unknown;
+    const { store, fence, held } = this.#s;
+    // Until the function has run, the step had no effect: a later attempt here that waits for it reruns it.
+    const ended = held.running(HeldSteps.runningKey(fence.id, name));
+    let end: StepEnd = 'rerun';
     try {
-      value = await scope.run(() => fn(this.#context(name)));
-    } catch (error) {
-      if (error instanceof OutcomeUnknownError) {
-        // The record stays `started`: the next attempt applies the rule. Only `'fail'` decides now.
-        if (rule === 'fail') throw this.#unknown(name, 'reported that its outcome is unknown', error);
-        throw stepReportedUnknown(this.#s.tool, name, error, rule);
+      const token = await store.startStep(fence, name, this.#token ?? randomBytes(18).toString('base64url'));
+      if (token === undefined) throw this.#leaseLost(name);
+      this.#token = token;
+      let value: unknown;
+      try {
+        end = 'unknown';
+        value = await scope.run(() => fn(this.#context(name)));
+      } catch (error) {
+        if (error instanceof OutcomeUnknownError) {
+          // The record stays `started`: the next attempt applies the rule. Only `'fail'` decides now.
+          if (rule === 'fail') throw this.#unknown(name, 'reported that its outcome is unknown', error);
+          throw stepReportedUnknown(this.#s.tool, name, error, rule);
+        }
+        // The step's own failure: recorded, so the next attempt runs it again rather than calling it unknown.
+        await store
+          .finishStep(fence, name, 'failed', null, toStoredError(error, false))
+          .catch(() => undefined);
+        end = 'rerun';
+        throw error;
       }
-      // The step's own failure: recorded, so the next attempt runs it again rather than calling it unknown.
-      await store.finishStep(fence, name, 'failed', null, toStoredError(error, false)).catch(() => undefined);
-      throw error;
+      // Its effect happened: a value that cannot be stored leaves the record started (unknown), never "failed".
+      const text = this.#jsonOf(name, value, 'returned');
+      const heldKey = HeldSteps.key(fence.id, token, name);
+      held.hold(heldKey, text);
+      end = 'held';
+      ended(end);
+      const result = await this.#saveResult(name, text);
+      held.release(heldKey);
+      scope.end('executed', undefined, result);
+      return result;
+    } finally {
+      ended(end);
     }
-    // Its effect happened: a value that cannot be stored leaves the record started (unknown), never "failed".
-    const text = this.#jsonOf(name, value, 'returned');
-    const heldKey = HeldSteps.key(fence.id, token, name);
-    this.#s.held.hold(heldKey, text);
-    const result = await this.#saveResult(name, text);
-    this.#s.held.release(heldKey);
-    scope.end('executed', undefined, result);
-    return result;
   }
 
   /** Saves a step's result under the fence, retrying briefly; the value the handler gets is its JSON form. */

@@ -272,6 +272,49 @@ describe('recorded steps', () => {
     expect(tries).toBe(2);
   });
 
+  it.each([
+    ['its result is kept', 'returns', { sent: 1 }, 1],
+    ['it runs again when it threw its own error', 'throws', { sent: 2 }, 2],
+  ] as const)(
+    'a retry from the same process waits for the step its earlier attempt is still running: %s',
+    async (_what, firstStep, value, runs) => {
+      // Prepare: attempt 1 is inside its e-mail step when its lease lapses (a dead network stops its renewals;
+      // here the row is aged by hand), and a retry from the same ledger takes the run over.
+      const ledger = await backend.open();
+      const inside = gate();
+      let ran = 0;
+      const tool = ledger.tool({
+        name: 'mail',
+        kind: 'mutation',
+        handler: async (_input, ctx) =>
+          ctx.step('email', async () => {
+            const run = ++ran;
+            if (run === 1) {
+              await inside.promise;
+              if (firstStep === 'throws') throw new Error('smtp refused');
+            }
+            return { sent: run };
+          }),
+      });
+      const first = tool.invoke({ to: 'a' }, { key: 'k-same' }).catch((error: unknown) => error);
+      await expect.poll(() => ran, { timeout: 10_000 }).toBe(1);
+      await crash(ledger.schema, 'k-same');
+
+      // Act: the retry finds the step started by attempt 1, which this process is still running.
+      const retry = tool.invoke({ to: 'a' }, { key: 'k-same' });
+      await expect
+        .poll(async () => (await rowOf(ledger.schema, 'k-same'))?.attempt, { timeout: 10_000 })
+        .toBe(2);
+      inside.open();
+
+      // Assess: not OUTCOME_UNKNOWN: the process knew how its step ended.
+      expect(await retry).toMatchObject({ outcome: 'executed', attempt: 2, value });
+      expect(ran).toBe(runs);
+      expect(await rowOf(ledger.schema, 'k-same')).toMatchObject({ status: 'succeeded' });
+      expect(await first).toBeInstanceOf(Error);
+    },
+  );
+
   it('refuses a bad step name or rule with CONFIG_INVALID before any effect', async () => {
     // Prepare
     const ledger = await backend.open();
