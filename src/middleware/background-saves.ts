@@ -110,10 +110,12 @@ export class BackgroundSaves {
     this.#inFlight.set(key, completion);
     let at: Date | undefined;
     try {
-      // The first attempt without an async frame of its own: the retries are the rare path.
-      at = await this.#store
-        .complete(completion, timer)
-        .catch(() => retryWrite(() => this.#store.complete(completion, timer), 1));
+      try {
+        at = await this.#store.complete(completion, timer);
+      } catch {
+        // The retries are the rare path: a `.catch` on every first write cost each call a closure and a promise.
+        at = await retryWrite(() => this.#store.complete(completion, timer), 1);
+      }
     } catch (error) {
       this.#landed(key, completion);
       at = await this.#savedForThemBy(completion);
@@ -136,7 +138,8 @@ export class BackgroundSaves {
    * handed over once: the later attempt saves it under its own fence instead of producing it again.
    */
   takeHeld(key: string, attempt: number): string | undefined {
-    if (this.#holding === 0) return undefined;
+    // A first attempt has no earlier one to take from: every first execution skips the look-ups.
+    if (attempt <= 1 || this.#holding === 0) return undefined;
     const held = this.#inFlight.get(key) ?? this.#entries.find((e) => e.key === key)?.completion;
     if (!held || held.attempt >= attempt || held.status !== 'succeeded' || held.resultJson === null)
       return undefined;
@@ -222,7 +225,12 @@ export class BackgroundSaves {
    * database is still down) when the save fails, and the entry stays for the next try.
    */
   flush(tenant: string, tool: string, key: string): Promise<void> | undefined {
-    return this.#holding === 0 ? undefined : this.#flush(cacheKey(tenant, tool, key));
+    if (this.#holding === 0) return undefined;
+    // Under concurrency other keys' first saves are nearly always under way: only this key's make a promise, since
+    // an async call and its await cost every claim a few µs.
+    const callKey = cacheKey(tenant, tool, key);
+    if (!this.#inFlight.has(callKey) && !this.#entries.some((e) => e.key === callKey)) return undefined;
+    return this.#flush(callKey);
   }
 
   async #flush(key: string): Promise<void> {
