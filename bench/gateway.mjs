@@ -7,7 +7,9 @@
 // through the gateway: an SDK 1.x client on the session-based revision, and an SDK 2.x client pinned to the
 // sessionless 2026-07-28 revision. Then throughput: 8 concurrent clients making mutating calls with new keys, through
 // 1, 2 and 4 gateway replicas on one ledger behind a per-request round-robin proxy (the sessionless revision), each
-// as a ratio of the same load sent straight to the upstream.
+// as a ratio of the same load sent straight to the upstream. Before it all, the ledger's own first execution in
+// this process (a tool whose handler does nothing), against which a new mutating key over stdio is weighed: it
+// should add that plus the relay (the read-only call's added latency), and the bench prints what remains beyond.
 // Run: npm run build && node bench/gateway.mjs   Env: DATABASE_URL (else an embedded Postgres), BENCH_CALLS (default 300)
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -24,6 +26,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import pg from 'pg';
+import { createLedger } from '../dist/index.js';
 import { startPostgres } from './postgres.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
@@ -200,7 +203,36 @@ async function compare(direct, gateway, kinds) {
   return rows;
 }
 
+/**
+ * The ledger's own first execution, in this process, on the same Postgres: a mutating tool whose handler does
+ * nothing, sequential calls with new keys as the gateway's. What a recorded call through the gateway should add
+ * beyond it is the relay (the read-only call's added latency).
+ */
+async function ledgerAlone() {
+  const ledger = await createLedger({
+    connectionString: postgres.url,
+    schema: `${schema}_alone`,
+    telemetry: false,
+  });
+  try {
+    const tool = ledger.tool({ name: 'create_directory', kind: 'mutation', handler: () => ({ ok: true }) });
+    const call = (i) => tool.call({ path: 'd' }, { key: key(`alone-${i}`) });
+    for (let i = 0; i < WARMUP; i++) await call(`warm-${i}`);
+    const times = [];
+    for (let i = 0; i < CALLS; i++) {
+      const t0 = performance.now();
+      await call(i);
+      times.push(performance.now() - t0);
+    }
+    times.sort((a, b) => a - b);
+    return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  } finally {
+    await ledger.close();
+  }
+}
+
 const sections = [];
+let alone;
 const scaling = [];
 const children = [];
 // A Set: the direct HTTP client serves two latency sections and is closed once.
@@ -223,6 +255,7 @@ async function httpGateway(upstreamUrl) {
 }
 
 try {
+  alone = await ledgerAlone();
   await latency(
     'stdio, filesystem server',
     await connectStdio([filesystem, dir]),
@@ -273,6 +306,7 @@ try {
   await Promise.allSettled(exits);
   const pool = new pg.Pool({ connectionString: postgres.url, max: 1 });
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await pool.query(`DROP SCHEMA IF EXISTS "${schema}_alone" CASCADE`);
   await pool.end();
   await postgres.stop();
 }
@@ -290,6 +324,21 @@ for (const { transport, rows } of sections) {
       `${kind.padEnd(42)}${ms(d.p50)} ${ms(d.p99)}   ${ms(g.p50)} ${ms(g.p99)}   ${ms(g.p50 - d.p50)} ${ms(g.p99 - d.p99)}`,
     );
   }
+}
+
+// Issue 41: a new mutating key over stdio should cost what the ledger's own first execution costs plus the relay.
+const stdio = sections[0]?.rows ?? [];
+const relay = stdio.find((r) => r.kind.startsWith('read-only'));
+const recorded = stdio.find((r) => r.kind.startsWith('mutating, new key'));
+if (alone && relay && recorded) {
+  const relayP50 = relay.g.p50 - relay.d.p50;
+  const expected = recorded.d.p50 + relayP50 + alone.p50;
+  console.log(
+    `\nstdio, mutating with a new key, p50: direct ${ms(recorded.d.p50)}, through the gateway ${ms(recorded.g.p50)} ` +
+      `(${(recorded.g.p50 / recorded.d.p50).toFixed(2)}x direct); the ledger's own first execution ${ms(alone.p50)} ` +
+      `(p99 ${ms(alone.p99)}) + the relay ${ms(relayP50)} = ${ms(expected)} (${(expected / recorded.d.p50).toFixed(2)}x direct); ` +
+      `beyond those: ${ms(recorded.g.p50 - expected)}`,
+  );
 }
 
 console.log(
