@@ -125,7 +125,9 @@ describe('access rules over verified claims', () => {
 
     const mathTeam = await clientFor({ sub: 'dee', org: 'globex', teams: 'math,ops' });
     const sum = await callTool(mathTeam, 'get-sum', { a: 1, b: 2 });
-    // Once, on Node 24 under load, this answered an error after about 11 s (not diagnosed); the message says which.
+    // This failed twice under load (KEY_REQUIRED: get-sum taken for an unlisted, mutating tool): the everything
+    // server's tools/list_changed at the session's start voided the gateway's own listing. The lookup now lists
+    // again (test/unit/gateway-tool-lookup.test.ts); the message says what a failure was.
     expect(sum.isError, `${texts(sum)}\n${logged.join('\n')}`).toBeFalsy();
     expect(errorCode(await callTool(mathTeam, 'get-env', {}))).toBe('ACCESS_DENIED');
     const acme = await clientFor({ sub: 'eve', org: 'acme', teams: ['ops'] });
