@@ -14,7 +14,10 @@ export function jaegerTraceUrl(base: string, traceId: string): string {
 /** One call made with the key, as its span and/or its decision log record tell it. */
 export interface KeyCall {
   readonly time: string;
-  /** Microseconds since the epoch: orders calls that start within one millisecond (a replay can take less). */
+  /**
+   * Microseconds since the epoch, the backends' precision. The OpenTelemetry JS SDK starts spans on whole
+   * milliseconds, so calls of one process that start within the same millisecond keep no order.
+   */
   readonly timeMicros: number;
   readonly outcome: string | null;
   readonly attempt: number | null;
