@@ -12,24 +12,25 @@ const listing = {
   tools: [{ name: 'get-sum', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }],
 };
 
-function lookupWith(voided: number) {
+/** A lookup over an upstream whose every `tools/list` runs `answer` (told which listing it is, from 1). */
+function lookupOver(answer: (list: number, catalog: ToolCatalog) => Promise<unknown>) {
   const catalog = new ToolCatalog({ keyField: 'idempotency_key', tools: {}, defaults: {}, log: () => {} });
   const logged: string[] = [];
   let lists = 0;
-  const requests = {
-    // The first `voided` listings meet a list_changed while they are under way.
-    request: async () => {
-      lists++;
-      if (lists <= voided) catalog.invalidate();
-      return listing;
-    },
-  } as unknown as UpstreamRequests;
+  const requests = { request: () => answer(++lists, catalog) } as unknown as UpstreamRequests;
   return {
     lookup: new ToolLookup(catalog, requests, (line) => logged.push(line)),
     lists: () => lists,
     logged,
   };
 }
+
+/** The first `voided` listings meet a list_changed while they are under way. */
+const lookupWith = (voided: number) =>
+  lookupOver(async (list, catalog) => {
+    if (list <= voided) catalog.invalidate();
+    return listing;
+  });
 
 describe("the gateway's tool lookup", () => {
   it('lists again when a list_changed voided its listing, and finds a read-only tool read-only', async () => {
@@ -49,18 +50,11 @@ describe("the gateway's tool lookup", () => {
     expect(await absent.lookup.facts('nope')).toMatchObject({ kind: 'mutation' });
     expect(absent.lists()).toBe(1);
 
-    const catalog = new ToolCatalog({ keyField: 'idempotency_key', tools: {}, defaults: {}, log: () => {} });
-    const logged: string[] = [];
-    let lists = 0;
-    const failing = {
-      request: async () => {
-        lists++;
-        throw new Error('upstream gone');
-      },
-    } as unknown as UpstreamRequests;
-    const lookup = new ToolLookup(catalog, failing, (line) => logged.push(line));
-    expect(await lookup.facts('get-sum')).toMatchObject({ kind: 'mutation' });
-    expect(lists).toBe(1);
-    expect(logged.join('\n')).toContain('could not list');
+    const failing = lookupOver(async () => {
+      throw new Error('upstream gone');
+    });
+    expect(await failing.lookup.facts('get-sum')).toMatchObject({ kind: 'mutation' });
+    expect(failing.lists()).toBe(1);
+    expect(failing.logged.join('\n')).toContain('could not list');
   });
 });
