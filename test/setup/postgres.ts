@@ -75,22 +75,39 @@ function startEmbedded(avoidPort?: number): Promise<Embedded> {
   return new Promise<Embedded>((resolve, reject) => {
     let out = '';
     let err = '';
-    let ready = false;
+    let phase: 'starting' | 'ready' | 'failed' = 'starting';
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /READY (\S+) (\d+) (\S+)/.exec(out);
-      if (match && !ready) {
-        ready = true;
+      if (match && phase === 'starting') {
+        phase = 'ready';
         resolve({ child, url: match[1]!, port: Number(match[2]), version: match[3]! });
       }
     });
     // Until it is ready its stderr is the failure report; afterwards whatever it says goes to the run's stderr.
     child.stderr?.on('data', (chunk: Buffer) => {
-      if (ready) process.stderr.write(chunk);
+      if (phase === 'ready') process.stderr.write(chunk);
       else err += chunk.toString();
     });
+    // A spawn that fails (EAGAIN on a loaded machine) or a pipe that breaks emits 'error'; with no listener that
+    // is an uncaught exception in the test worker, which fails a run whose tests all passed. Before the server
+    // is ready it fails this attempt (the setup tries once more); afterwards it is said on stderr, like the
+    // server's own output, and the teardown still waits for the exit.
+    const onError = (error: Error) => {
+      if (phase === 'ready') {
+        process.stderr.write(`embedded Postgres child: ${error.message}\n`);
+        return;
+      }
+      if (phase === 'failed') return;
+      phase = 'failed';
+      child.kill('SIGKILL');
+      reject(new Error(`embedded Postgres could not be started: ${error.message}`));
+    };
+    child.on('error', onError);
+    for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.on('error', onError);
     child.once('exit', (code, signal) => {
-      if (ready) return;
+      if (phase !== 'starting') return;
+      phase = 'failed';
       const port = /on port (\d+)/.exec(err)?.[1];
       reject(
         Object.assign(
