@@ -1,7 +1,7 @@
 // One process of the fleet bench (bench/fleet.mjs): one side, first executions only, started on "GO" from stdin
 // so that every process of a point starts together. Prints one JSON line: calls, milliseconds and the process's
 // CPU microseconds (user + system) over the measured calls.
-// Args: side (ledger | hand), url, schema, calls, concurrency, tag, preparedStatements (true | false; for the
+// Args: side (ledger | hand | ledger-sdk | hand-otel | hand-content), url, schema, calls, concurrency, tag, preparedStatements (true | false; for the
 // hand-written side 'named' sends named statements, anything else plain unnamed ones).
 import { handWritten, toolLedger } from './baselines.mjs';
 import { throughput } from './postgres.mjs';
@@ -9,10 +9,28 @@ import { throughput } from './postgres.mjs';
 const [side, url, schema, calls, concurrency, tag, prepared] = process.argv.slice(2);
 const n = Number(calls);
 const c = Number(concurrency);
-const made =
-  side === 'ledger'
-    ? await toolLedger(url, schema, { poolSize: c, preparedStatements: prepared !== 'false' })
-    : await handWritten(url, schema, { concurrency: c, named: prepared === 'named' });
+// The two sides with the real SDK (bench/sustained.mjs): a production-like SDK exporting to the OTLP sink at
+// BENCH_OTLP_URL, tool-ledger's own telemetry against a hand-written span, log record and counter per call.
+// 'hand-content' is the hand-written code emitting tool-ledger's own telemetry content (bench/sdk.mjs), which
+// prices that content on this SDK apart from tool-ledger's implementation of it.
+const withSdk = side === 'ledger-sdk' || side === 'hand-otel' || side === 'hand-content';
+const sdkModule = withSdk ? await import('./sdk.mjs') : undefined;
+const sdk = sdkModule?.createSdk(process.env.BENCH_OTLP_URL);
+sdk?.register();
+const made = side.startsWith('ledger')
+  ? await toolLedger(url, schema, {
+      poolSize: c,
+      preparedStatements: prepared !== 'false',
+      ...(withSdk ? { telemetry: { keyHashSecret: 'bench-key-hash-secret' } } : {}),
+    })
+  : await handWritten(url, schema, {
+      concurrency: c,
+      named: prepared === 'named',
+      ...(side === 'hand-otel' ? { instrument: sdkModule.handInstrumentation() } : {}),
+      ...(side === 'hand-content'
+        ? { instrument: sdkModule.handContentInstrumentation('bench-key-hash-secret') }
+        : {}),
+    });
 // Keys of this process only: `tag` tells the processes of one point apart.
 const first = (i) => made.first(tag, i);
 // A short warm-up (connections, plans), outside the figure.
@@ -25,5 +43,9 @@ await throughput(n, c, first);
 const ms = performance.now() - started;
 const { user, system } = process.cpuUsage(cpu);
 await made.close();
-process.stdout.write(`${JSON.stringify({ calls: n, ms, cpuUs: user + system })}\n`);
+// Exported outside the figure; the counts show whether a batch processor dropped anything under the load.
+await sdk?.flush();
+await sdk?.shutdown();
+const exported = sdk ? { exported: sdk.exported } : {};
+process.stdout.write(`${JSON.stringify({ calls: n, ms, cpuUs: user + system, ...exported })}\n`);
 process.exit(0);

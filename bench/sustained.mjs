@@ -5,7 +5,12 @@
 // (pg_stat_wal over the side's run), the table's updates and how many were HOT (pg_stat_user_tables), and the
 // side's statements (pg_stat_statements: µs and WAL bytes per call), autovacuum runs during the side's run (of
 // its own table, of others), and the client's CPU per call. After each side, its table is vacuumed and analyzed
-// outside the figures, so its maintenance does not land in the next side's run. What the backends wait on
+// outside the figures, so its maintenance does not land in the next side's run. Then the same two with the real
+// SDK (bench/sdk.mjs: batch processors, OTLP/HTTP export to a sink in a process of its own): tool-ledger with its
+// telemetry on, against the hand-written code with a hand-written span, log record and counter per call; the
+// SDK's flush and what it exported are outside the figure (the exported counts show whether anything was dropped).
+// A third SDK side, the hand-written code emitting tool-ledger's own telemetry content, prices that content apart
+// from tool-ledger's implementation of it. What the backends wait on
 // (pg_stat_activity, sampled: lock waits, WAL flushes, the client) is printed per side. The ratio is printed last.
 //
 // BENCH_FILLFACTOR=N adds a third run: tool-ledger again on a fresh table whose fillfactor is N (ALTER TABLE after
@@ -13,7 +18,8 @@
 // (node --cpu-prof, BENCH_PROF_CALLS calls, default 5,000; not the timed runs) and prints its top self-time functions.
 //
 // Run: npm run build && node bench/sustained.mjs
-// Env: BENCH_SUSTAINED_CALLS (default 20000), BENCH_FILLFACTOR, BENCH_CPU_PROF, BENCH_PROF_CALLS.
+// Env: BENCH_SUSTAINED_CALLS (default 20000), BENCH_FILLFACTOR, BENCH_CPU_PROF, BENCH_PROF_CALLS,
+// BENCH_SUSTAINED_SDK=0 (leaves the two SDK sides out).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -22,6 +28,7 @@ import pg from 'pg';
 import { handWritten, toolLedger } from './baselines.mjs';
 import { byCategory, byPrintOrder, selfTimes, topFunctions } from './cpu-profile-categories.mjs';
 import { fmt } from './postgres.mjs';
+import { startSink } from './sdk.mjs';
 import { startCluster } from './support/postgres-cluster.mjs';
 
 const CALLS = Number(process.env.BENCH_SUSTAINED_CALLS ?? 20_000);
@@ -29,6 +36,7 @@ const CONCURRENCY = 16;
 const FILLFACTOR = process.env.BENCH_FILLFACTOR ? Number(process.env.BENCH_FILLFACTOR) : undefined;
 const PROFILE = process.env.BENCH_CPU_PROF === '1';
 const PROF_CALLS = Number(process.env.BENCH_PROF_CALLS ?? 5000);
+const WITH_SDK = process.env.BENCH_SUSTAINED_SDK !== '0';
 const WORKER = join(import.meta.dirname, 'fleet-worker.mjs');
 const load = () =>
   loadavg()
@@ -36,11 +44,11 @@ const load = () =>
     .join(' ');
 
 /** One worker process of one side: warm-up, then `calls` first executions; answers calls/s and CPU µs per call. */
-function runWorker({ side, url, schema, calls, tag, execArgv = [] }) {
+function runWorker({ side, url, schema, calls, tag, execArgv = [], env = process.env }) {
   const child = spawn(
     process.execPath,
     [...execArgv, WORKER, side, url, schema, String(calls), String(CONCURRENCY), tag, 'true'],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
+    { stdio: ['pipe', 'pipe', 'inherit'], env },
   );
   let out = '';
   child.stdout.on('data', (chunk) => {
@@ -54,8 +62,8 @@ function runWorker({ side, url, schema, calls, tag, execArgv = [] }) {
     child.once('exit', (code) => {
       const line = out.split('\n').find((l) => l.startsWith('{'));
       if (code === 0 && line) {
-        const { calls: n, ms, cpuUs } = JSON.parse(line);
-        resolve({ rate: (n / ms) * 1000, cpuPerCall: cpuUs / n });
+        const { calls: n, ms, cpuUs, exported } = JSON.parse(line);
+        resolve({ rate: (n / ms) * 1000, cpuPerCall: cpuUs / n, exported });
       } else reject(new Error(`${side} worker exited with ${code}`));
     });
   });
@@ -128,7 +136,7 @@ async function sampleWaits(admin, done) {
 }
 
 async function prepareSide(url, admin, side, schema) {
-  if (side === 'hand') {
+  if (side.startsWith('hand')) {
     const hand = await handWritten(url, schema, { concurrency: 1 });
     await hand.close();
     return 'runs';
@@ -140,21 +148,22 @@ async function prepareSide(url, admin, side, schema) {
   return 'tool_runs';
 }
 
-async function measure(server, admin, side, tag) {
+async function measure(server, admin, side, tag, sinkUrl) {
   const schema = `sus_${side.replace('-', '_')}_${tag}`;
   const table = await prepareSide(server.url, admin, side, schema);
   await admin.query('CHECKPOINT');
   await admin.query('SELECT pg_stat_statements_reset()');
   const before = await counters(admin, schema, table);
   const run = runWorker({
-    side: side === 'hand' ? 'hand' : 'ledger',
+    side: side === 'ledger-ff' ? 'ledger' : side,
     url: server.url,
     schema,
     calls: CALLS,
     tag: `${side}${tag}`,
+    env: { ...process.env, BENCH_OTLP_URL: sinkUrl },
   });
   const waits = await sampleWaits(admin, run);
-  const { rate, cpuPerCall } = await run;
+  const { rate, cpuPerCall, exported } = await run;
   const after = await counters(admin, schema, table);
   // What autovacuum would do to this table later is done now, outside every figure: otherwise it lands in the
   // next side's run, as it does in bench/fleet.mjs's A B A B mode.
@@ -186,6 +195,7 @@ async function measure(server, admin, side, tag) {
       'heap MiB': (after.heap_bytes / 2 ** 20).toFixed(1),
       'autovacuum+analyze own/others': `${d.own_auto}/${d.other_auto}`,
       'load after': load(),
+      ...(exported ? { 'spans/logs exported': `${exported.spans}/${exported.logs}` } : {}),
     },
   };
 }
@@ -232,6 +242,7 @@ const server = await startCluster({
   startTimeoutMs: 20_000,
   killAfterMs: 60_000,
 });
+const sink = WITH_SDK ? await startSink() : undefined;
 const admin = new pg.Pool({ connectionString: server.url, max: 1 });
 // The server's fast shutdown at the end terminates the pool's idle client: that must not crash the bench.
 admin.on('error', () => {});
@@ -241,39 +252,52 @@ try {
   console.log(
     `sustained, each side alone in its own process on a fresh table: ${CALLS} first executions at concurrency ${CONCURRENCY} (load average before: ${load()})`,
   );
-  const sides = ['ledger', 'hand', ...(FILLFACTOR ? ['ledger-ff'] : [])];
+  const sides = [
+    'ledger',
+    'hand',
+    ...(FILLFACTOR ? ['ledger-ff'] : []),
+    ...(WITH_SDK ? ['ledger-sdk', 'hand-otel', 'hand-content'] : []),
+  ];
   const results = [];
-  for (const side of sides) results.push(await measure(server, admin, side, tag));
-  console.table(
-    Object.fromEntries(
-      results.map((r) => [
-        r.side === 'ledger-ff'
-          ? `tool-ledger, fillfactor ${FILLFACTOR}`
-          : r.side === 'ledger'
-            ? 'tool-ledger'
-            : 'hand-written',
-        r.row,
-      ]),
-    ),
-  );
+  for (const side of sides) results.push(await measure(server, admin, side, tag, sink?.url));
+  const LABELS = {
+    ledger: 'tool-ledger',
+    hand: 'hand-written',
+    'ledger-ff': `tool-ledger, fillfactor ${FILLFACTOR}`,
+    'ledger-sdk': 'tool-ledger, real SDK',
+    'hand-otel': 'hand-written + span/log/counter, real SDK',
+    'hand-content': "hand-written + tool-ledger's telemetry content, real SDK",
+  };
+  console.table(Object.fromEntries(results.map((r) => [LABELS[r.side], r.row])));
   for (const r of results) {
     console.log(`${r.side}: server backends' samples (pg_stat_activity every 25 ms): ${r.waits}`);
     console.log(`statements of ${r.side} (pg_stat_statements):`);
     console.table(r.statements);
   }
-  const [ledger, hand] = results;
+  const bySide = Object.fromEntries(results.map((r) => [r.side, r]));
+  const { ledger, hand } = bySide;
   const walOf = (r) => Number(r.row['WAL B/call']);
   console.log(
     `sustained ratio tool-ledger / hand-written: ${(ledger.rate / hand.rate).toFixed(2)}; WAL bytes per call ${(walOf(ledger) / walOf(hand)).toFixed(2)}x`,
   );
   if (FILLFACTOR) {
-    const ff = results[2];
+    const ff = bySide['ledger-ff'];
     console.log(
       `fillfactor ${FILLFACTOR}: ${(ff.rate / hand.rate).toFixed(2)} of hand-written, ${(ff.rate / ledger.rate).toFixed(2)} of the default table; WAL ${(walOf(ff) / walOf(hand)).toFixed(2)}x hand-written`,
+    );
+  }
+  if (WITH_SDK) {
+    const sdkRatio = bySide['ledger-sdk'].rate / bySide['hand-otel'].rate;
+    console.log(
+      `sustained ratio with the real SDK, tool-ledger / hand-instrumented: ${sdkRatio.toFixed(2)}; WAL bytes per call ${(walOf(bySide['ledger-sdk']) / walOf(bySide['hand-otel'])).toFixed(2)}x`,
+    );
+    console.log(
+      `with the real SDK, tool-ledger / hand-written emitting the same telemetry content: ${(bySide['ledger-sdk'].rate / bySide['hand-content'].rate).toFixed(2)}`,
     );
   }
   if (PROFILE) for (const side of ['ledger', 'hand']) await profileSide(server, admin, side, tag);
 } finally {
   await admin.end();
   await server.destroy('fast');
+  sink?.stop();
 }
