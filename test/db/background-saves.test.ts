@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Completion, fenceOf, newLeaseOwner } from '../../src/ledger/fence.js';
+import { type Completion, fenceOf } from '../../src/ledger/fence.js';
 import { cacheKey } from '../../src/ledger/result-cache.js';
 import { LedgerStore } from '../../src/ledger/store.js';
 import { BackgroundSaves } from '../../src/middleware/background-saves.js';
+import { claimRequest } from '../support/claim-request.js';
 import { rawDrivers } from '../support/raw-drivers.js';
 
 // A completion's first save and a retry's save of it from the same process (`BackgroundSaves.flush`), on real
@@ -30,21 +31,7 @@ describe.each(rawDrivers)('background saves on %s', (_name, open) => {
     const { driver, schema, distributed, done } = await open('saves');
     cleanup.push(done);
     const store = new LedgerStore(driver, schema, undefined, 'table', distributed);
-    const row = await store.claim({
-      tenant: 't',
-      tool: 'saves',
-      key,
-      user: 'u1',
-      paramsHash: 'h1',
-      leaseOwner: newLeaseOwner(),
-      leaseSeconds: 30,
-      ttlSeconds: 3600,
-      traceId: undefined,
-      spanId: undefined,
-      jobId: undefined,
-      allowLeaseTakeover: true,
-      wouldWait: false,
-    });
+    const row = await store.claim(claimRequest(key, { tool: 'saves' }));
     if (!row) throw new Error('no claim');
     const completion: Completion = {
       ...fenceOf(row),

@@ -1,25 +1,16 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { newLeaseOwner } from '../../src/ledger/fence.js';
 import type { ClaimRow } from '../../src/ledger/run-row.js';
 import { type ClaimRequest, LedgerStore } from '../../src/ledger/store.js';
+import { claimRequest } from '../support/claim-request.js';
 import { rawDrivers } from '../support/raw-drivers.js';
 
-const request = (key: string, overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
-  tenant: 't',
-  tool: 'path',
-  key,
-  user: 'u1',
-  paramsHash: 'h1',
-  leaseOwner: newLeaseOwner(),
-  leaseSeconds: 30,
-  ttlSeconds: 3600,
-  traceId: '0af7651916cd43dd8448eb211c80319c',
-  spanId: 'b7ad6b7169203331',
-  jobId: undefined,
-  allowLeaseTakeover: true,
-  wouldWait: false,
-  ...overrides,
-});
+const request = (key: string, overrides: Partial<ClaimRequest> = {}): ClaimRequest =>
+  claimRequest(key, {
+    tool: 'path',
+    traceId: '0af7651916cd43dd8448eb211c80319c',
+    spanId: 'b7ad6b7169203331',
+    ...overrides,
+  });
 
 /** Everything but what differs between two claims by design (id, token, key) or by the clock. */
 function comparable(row: ClaimRow) {

@@ -1,28 +1,15 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { newLeaseOwner } from '../../src/ledger/fence.js';
 import { CompletionNotifier } from '../../src/ledger/notifier.js';
-import { type ClaimRequest, LedgerStore } from '../../src/ledger/store.js';
+import { LedgerStore } from '../../src/ledger/store.js';
+import { claimRequest } from '../support/claim-request.js';
 import { rawDrivers } from '../support/raw-drivers.js';
 
 const ROUNDS = 200;
 // Far above any real wake-up; a lost notice shows as a 'timeout' instead of hanging the suite.
 const LOST_AFTER_MS = 3000;
 
-const request = (key: string, wouldWait: boolean): ClaimRequest => ({
-  tenant: 't',
-  tool: 'race',
-  key,
-  user: undefined,
-  paramsHash: 'h',
-  leaseOwner: newLeaseOwner(),
-  leaseSeconds: 30,
-  ttlSeconds: 3600,
-  traceId: undefined,
-  spanId: undefined,
-  jobId: undefined,
-  allowLeaseTakeover: true,
-  wouldWait,
-});
+const request = (key: string, wouldWait: boolean) =>
+  claimRequest(key, { tool: 'race', user: undefined, paramsHash: 'h', wouldWait });
 
 describe.each(rawDrivers)('wake-up registration on %s', (_name, open) => {
   const cleanup: Array<() => Promise<void>> = [];
