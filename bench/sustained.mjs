@@ -20,7 +20,8 @@
 // Run: npm run build && node bench/sustained.mjs
 // Env: BENCH_SUSTAINED_CALLS (default 20000), BENCH_FILLFACTOR, BENCH_CPU_PROF, BENCH_PROF_CALLS,
 // BENCH_SUSTAINED_SDK=0 (leaves the SDK sides out), BENCH_FLEET_WARMUP_CALLS (each worker's warm-up before its
-// measured calls, default 5,000: outside the rate and CPU figures, inside the server's counts, which divide by both).
+// measured calls, default 5,000: outside the rate and CPU figures, inside the server's WAL counts, whose per-call
+// figures divide by both).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -165,8 +166,8 @@ async function measure(server, admin, side, tag, sinkUrl) {
   });
   const waits = await sampleWaits(admin, run);
   const { rate, cpuPerCall, warmupCalls, exported } = await run;
-  // The server's counters span the worker's warm-up too (first executions of the same kind), so the per-call WAL
-  // and table figures divide by both; rate and client CPU are the measured calls' alone.
+  // The server's WAL counters span the worker's warm-up too (first executions of the same kind), so its per-call
+  // figures divide by both; rate and client CPU are the measured calls' alone.
   const written = CALLS + warmupCalls;
   const after = await counters(admin, schema, table);
   // What autovacuum would do to this table later is done now, outside every figure: otherwise it lands in the
