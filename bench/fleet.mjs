@@ -10,6 +10,8 @@
 //
 // Run: npm run build && node bench/fleet.mjs [scaling|sustained|interleaved|bouncer]
 // Env: BENCH_FLEET_CALLS (per point and side, default 8000), BENCH_FLEET_CONCURRENCY (per process, default 8),
+// BENCH_FLEET_WARMUP_CALLS (each worker's warm-up, default 5000: outside rates and CPU; the server's WAL and
+// statement counts span it and divide by it too),
 // BENCH_SUSTAINED_CALLS (default 20000), BENCH_SUSTAINED_ROUNDS (A B pairs, default 2), BENCH_PGBOUNCER (a pgbouncer
 // binary, else Debian's), BENCH_PGBOUNCER_PREPARED (its max_prepared_statements; above 0 the bouncer profile adds
 // both sides with named statements).
@@ -142,11 +144,14 @@ async function point({
   const ms = performance.now() - started;
   const machine = machineTicks();
   const done = results.reduce((a, r) => a + r.calls, 0);
+  // The server's counters (WAL, statements) that a caller reads around the point span the warm-up too.
+  const written = done + results.reduce((a, r) => a + r.warmupCalls, 0);
   // The workers closed their pools before exiting; a backend that has exited but is not yet reaped is in neither
   // snapshot, so the postmaster gets a moment to reap them.
   if (serverPid) await new Promise((resolve) => setTimeout(resolve, 200));
   return {
     rate: (done / ms) * 1000,
+    written,
     clientUs: results.reduce((a, r) => a + r.cpuUs, 0) / done,
     serverUs: serverPid ? ((treeCpuSeconds(serverPid) - serverBefore) / done) * 1e6 : undefined,
     bouncerUs: bouncerPid ? ((cpuSeconds(bouncerPid) - bouncerBefore) / done) * 1e6 : undefined,
@@ -158,6 +163,9 @@ const clockTicks = (fields, indexes) => indexes.reduce((a, i) => a + Number(fiel
 
 /** The fields of /proc/<pid>/stat after the command's name (the state first); Linux only. */
 const statFields = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+
+/** CPU seconds a process has used so far (user + system). */
+const cpuSeconds = (pid) => clockTicks(statFields(pid), [11, 12]) / 100;
 
 const postmasterPid = (server) =>
   Number(readFileSync(join(server.data, 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -337,7 +345,7 @@ async function sustained(server) {
       await admin.query('CHECKPOINT');
       await admin.query('SELECT pg_stat_statements_reset()');
       const before = await counters(admin, schemas[side]);
-      const { rate } = await point({
+      const { rate, written } = await point({
         side,
         url: server.url,
         schema: schemas[side],
@@ -351,9 +359,9 @@ async function sustained(server) {
       rows.push({
         run: `${round}${side === 'ledger' ? 'A tool-ledger' : 'B hand-written'}`,
         'calls/s': fmt(rate),
-        'WAL B/call': (d.wal_bytes / SUSTAINED).toFixed(0),
-        'WAL rec/call': (d.wal_records / SUSTAINED).toFixed(2),
-        'FPI/call': (d.wal_fpi / SUSTAINED).toFixed(3),
+        'WAL B/call': (d.wal_bytes / written).toFixed(0),
+        'WAL rec/call': (d.wal_records / written).toFixed(2),
+        'FPI/call': (d.wal_fpi / written).toFixed(3),
         wal_sync: d.wal_sync,
         checkpoints: d.checkpoints,
         'buffers ckpt/clean/backend': `${d.buffers_checkpoint}/${d.buffers_clean}/${d.buffers_backend}`,
@@ -403,12 +411,6 @@ async function interleaved(server) {
   );
 }
 
-/** CPU seconds a process has used so far (user + system, from /proc; Linux only). */
-function cpuSeconds(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 /**
  * Where PgBouncer's gap goes: each side at 4 processes through PgBouncer alone, with the server's statements
  * (executions, planning and execution time per first execution) and PgBouncer's own CPU per call.
@@ -442,8 +444,7 @@ async function bouncerProfile(server) {
   try {
     for (const { side, named } of runs) {
       await admin.query('SELECT pg_stat_statements_reset()');
-      const cpuBefore = cpuSeconds(bouncer.pid);
-      const { rate } = await point({
+      const { rate, written, bouncerUs } = await point({
         side,
         url: bouncer.url,
         schema: schemas[side],
@@ -453,15 +454,15 @@ async function bouncerProfile(server) {
         tag: `bp${named ? 'n' : 'u'}`,
         // The worker's last argument: the ledger's preparedStatements, or 'named' for the hand-written side.
         prepared: side === 'hand' ? (named ? 'named' : 'false') : named,
+        bouncerPid: bouncer.pid,
       });
-      const bouncerUs = ((cpuSeconds(bouncer.pid) - cpuBefore) / CALLS) * 1e6;
       const top = (
         await admin.query(
           `SELECT round(calls::numeric / $1, 2) AS per_call, round((total_plan_time / greatest(calls, 1))::numeric * 1000, 1) AS plan_us,
              round((total_exec_time / greatest(calls, 1))::numeric * 1000, 1) AS exec_us, length(query) AS chars,
              left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS query
            FROM pg_stat_statements WHERE calls >= $1 / 10 ORDER BY total_exec_time + total_plan_time DESC LIMIT 6`,
-          [CALLS],
+          [written],
         )
       ).rows;
       console.log(
