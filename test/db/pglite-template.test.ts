@@ -1,10 +1,16 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import type { PGlite } from '@electric-sql/pglite';
 import * as pglite from '@electric-sql/pglite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createInMemoryPGlite, type PGliteModule } from '../../src/ledger/drivers/pglite-template.js';
+import { readTar } from '../../src/ledger/drivers/pglite-tar.js';
+import {
+  createInMemoryPGlite,
+  isSegmentAhead,
+  type PGliteModule,
+} from '../../src/ledger/drivers/pglite-template.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tool-ledger-template-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -28,6 +34,14 @@ function observed(MemoryFS: PGliteModule['MemoryFS'] = pglite.MemoryFS): {
   return { module, starts };
 }
 
+/** The WAL segments of a saved cluster: how many, and how many of them are ahead of its history. */
+function savedSegments(path: string): { segments: number; ahead: number } {
+  const wal = readTar(gunzipSync(readFileSync(path))).filter(
+    (e) => e.kind === 'file' && /^pg_wal\/[0-9A-F]{24}$/.test(e.path),
+  );
+  return { segments: wal.length, ahead: wal.filter(isSegmentAhead).length };
+}
+
 async function settings(db: PGlite): Promise<Record<string, string>> {
   const { rows } = await db.query<{ name: string; setting: string; unit: string | null }>(
     `SELECT name, setting, unit FROM pg_settings WHERE name IN ('shared_buffers', 'wal_segment_size')`,
@@ -48,6 +62,8 @@ describe('in-memory PGlite from a saved initdb', () => {
     const saved = readFileSync(path);
     // gzip magic bytes: the corrupt file was replaced by a real dump.
     expect([saved[0], saved[1]]).toEqual([0x1f, 0x8b]);
+    expect(savedSegments(path)).toMatchObject({ ahead: 0 });
+    expect(savedSegments(path).segments).toBeGreaterThan(0);
 
     const second = await createInMemoryPGlite<PGlite>(module, path);
     // The saved cluster was written in by the template's own file system, not PGlite's loader.
@@ -105,6 +121,12 @@ describe('in-memory PGlite saved once migrated', () => {
     expect(first.saveMigrated).toBeTypeOf('function');
     expect(await applyMigrations(pgliteDriver(first.db, false), 'saved_m')).not.toHaveLength(0);
     await first.saveMigrated?.();
+    // The migrations had Postgres recycle segments ahead of the insert position (PGlite's own dump holds them);
+    // the saved cluster holds none.
+    const dump = await (first.db as unknown as PGlite).dumpDataDir('none');
+    const dumped = readTar(new Uint8Array(await dump.arrayBuffer()));
+    expect(dumped.filter(isSegmentAhead).length).toBeGreaterThan(0);
+    expect(savedSegments(paths.migrated)).toMatchObject({ ahead: 0 });
     // What createLedger does next: the secret is made after the save, so it is not in the saved cluster.
     const firstLedger = await createLedger({ pglite: first.db as never, schema: 'saved_m' });
     const firstSecret = await secretOf(first.db as unknown as PGlite);

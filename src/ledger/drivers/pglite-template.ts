@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
+import { gunzip, gzip } from 'node:zlib';
 import type { MemoryFS } from '@electric-sql/pglite';
-import { readTar } from './pglite-tar.js';
+import { keepEntries, readTar, type TarEntry } from './pglite-tar.js';
 import { PGLITE_WAL_SETTINGS } from './pglite-wal.js';
 
 /**
  * Most of an in-memory PGlite's start-up is its initdb, which builds the same cluster every time. The first start
- * saves that cluster (a gzipped tarball, about 4.5 MB) under the OS temp directory, keyed by the PGlite version and
+ * saves that cluster (a gzipped tarball, about 3.3 MB) under the OS temp directory, keyed by the PGlite version and
  * the cluster's shape; later starts load it instead of running initdb. Any failure to read or write it only costs
  * the slow start.
  */
@@ -23,7 +23,7 @@ export interface PGliteModule {
       fs?: MemoryFS;
       startParams?: string[];
       initDbStartParams?: string[];
-    }): Promise<{ dumpDataDir(compression: 'gzip'): Promise<Blob> }>;
+    }): Promise<{ dumpDataDir(compression: 'none'): Promise<Blob> }>;
   };
   readonly MemoryFS: typeof MemoryFS;
 }
@@ -37,10 +37,33 @@ interface EmscriptenFS {
 /**
  * initdb's WAL segment is 16 MB, held whole in memory by the in-memory file system; 1 MB segments (the least
  * initdb allows) keep the cluster at about 31 MB instead of 40 MB. Part of the template's key: a cluster saved
- * with other options is never loaded.
+ * with other options is never loaded. `lean`: saved without the WAL segments ahead of its history
+ * (`isSegmentAhead`), so a start no longer loads a cluster that holds them.
  */
 const INITDB_ARGS = ['--wal-segsize=1'] as const;
-const TEMPLATE_SHAPE = 'wal1';
+const TEMPLATE_SHAPE = 'wal1-lean';
+
+const WAL_SEGMENT = /^pg_wal\/[0-9A-F]{8}([0-9A-F]{8})([0-9A-F]{8})$/;
+const WAL_LOG_BYTES = 0x1_0000_0000;
+
+/**
+ * A WAL segment that holds none of the cluster's history: one Postgres recycled at a checkpoint (renamed ahead of
+ * the insert position, still holding an older segment's pages) or made ahead of it. Its first page does not carry
+ * the segment's own address (`xlp_pageaddr`, bytes 8-15 of the page header, little-endian in WebAssembly). A start
+ * reads only the segments up to its last checkpoint's record, and Postgres makes the next ones as it writes. The
+ * migrations leave up to six of them, 6 MB of a 16 MB cluster that every start held in memory. When unsure
+ * (another shape, a short file), the segment is kept.
+ */
+export function isSegmentAhead(entry: TarEntry): boolean {
+  const name = entry.kind === 'file' ? WAL_SEGMENT.exec(entry.path) : null;
+  const size = entry.data.length;
+  if (!name || size < 16 || WAL_LOG_BYTES % size !== 0) return false;
+  const segment =
+    BigInt(Number.parseInt(name[1]!, 16)) * BigInt(WAL_LOG_BYTES / size) +
+    BigInt(Number.parseInt(name[2]!, 16));
+  const page = new DataView(entry.data.buffer, entry.data.byteOffset, 16);
+  return page.getBigUint64(8, true) !== segment * BigInt(size);
+}
 
 /**
  * Server settings of an in-memory cluster, measured in docs/performance.md ("Embedded start"). Shared memory is
@@ -143,14 +166,24 @@ async function startFromSaved(
   }
 }
 
-/** Saves a cluster whole under a unique name, then renames it: a parallel start never reads half a file. */
+/**
+ * Saves a cluster, less the WAL segments ahead of its history (`isSegmentAhead`), under a unique name, then renames
+ * it: a parallel start never reads half a file.
+ */
 export async function saveTemplate(
-  db: { dumpDataDir(compression: 'gzip'): Promise<Blob> },
+  db: { dumpDataDir(compression: 'none'): Promise<Blob> },
   path: string,
 ): Promise<void> {
   try {
     const partial = `${path}.${randomBytes(6).toString('hex')}.partial`;
-    await writeFile(partial, Buffer.from(await (await db.dumpDataDir('gzip')).arrayBuffer()));
+    const dumped = new Uint8Array(await (await db.dumpDataDir('none')).arrayBuffer());
+    let archive: Uint8Array = dumped;
+    try {
+      archive = keepEntries(dumped, (entry) => !isSegmentAhead(entry));
+    } catch {
+      // An archive this reader does not understand is saved as PGlite wrote it; its loader reads it.
+    }
+    await writeFile(partial, await promisify(gzip)(archive));
     await rename(partial, path).catch(() => unlink(partial));
   } catch {
     // The next start runs initdb (or the migrations) again.
