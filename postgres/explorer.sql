@@ -124,11 +124,17 @@ BEGIN
   EXECUTE format($fn$
     CREATE OR REPLACE FUNCTION %1$I.key_hash_of(raw_key text)
     RETURNS text
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $body$
-      SELECT encode(sha256(p.opad || sha256(p.ipad || convert_to(raw_key, 'UTF8'))), 'hex')
-      FROM %1$I.key_hash_pads_now() p
-      WHERE EXISTS (SELECT 1 FROM %2$I.tool_runs r WHERE r.idempotency_key = raw_key)
+    BEGIN
+      -- PL/pgSQL rather than SQL: on a ledger distributed with Citus, Citus cannot plan a SQL function's statement
+      -- that reads a distributed table with the function's parameter in it ("could not create distributed plan").
+      IF NOT EXISTS (SELECT 1 FROM %2$I.tool_runs r WHERE r.idempotency_key = raw_key) THEN
+        RETURN NULL;
+      END IF;
+      RETURN (SELECT encode(sha256(p.opad || sha256(p.ipad || convert_to(raw_key, 'UTF8'))), 'hex')
+        FROM %1$I.key_hash_pads_now() p);
+    END
     $body$
   $fn$, explorer, ledger);
   EXECUTE format('REVOKE ALL ON FUNCTION %I.key_hash_of(text) FROM PUBLIC', explorer);

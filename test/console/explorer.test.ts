@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningConsole, startConsole } from '../../src/console/index.js';
 import { createLedger, type Ledger, OutcomeUnknownError } from '../../src/index.js';
 import { type ExplorerAccess, setUpExplorer } from '../ops/support/explorer.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, TEST_DISTRIBUTION, uniqueSchema } from '../support/db.js';
 
 // The console as the explorer's read-only role (postgres/explorer.sql, run as the stack runs it): it reads the one
-// view that role may read, says on every page what that view leaves out, and refuses to start with writes.
+// view that role may read, says on every page what that view leaves out, and refuses to start with writes. The
+// Citus lane runs it on a distributed schema (TEST_DISTRIBUTION), where the view reads the shards.
 
 const schema = uniqueSchema('console_explorer');
 const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
@@ -37,7 +38,12 @@ const runLinks = (body: string) => [...body.matchAll(/href="\/runs\/(\d+)"/g)].m
 
 describe("the console as the explorer's read-only role", () => {
   beforeAll(async () => {
-    ledger = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
+    ledger = await createLedger({
+      connectionString: databaseUrl(),
+      schema,
+      telemetry: false,
+      ...TEST_DISTRIBUTION,
+    });
     const invoice = ledger.tool({
       name: 'create_invoice',
       kind: 'mutation',
@@ -61,6 +67,13 @@ describe("the console as the explorer's read-only role", () => {
     await expect(charge.call({}, { key: 'charge-1', tenant: 'acme' })).rejects.toMatchObject({
       code: 'OUTCOME_UNKNOWN',
     });
+    if (TEST_DISTRIBUTION.distribute) {
+      const { rows } = await pool.query(
+        `SELECT citus_table_type FROM citus_tables WHERE table_name = $1::regclass`,
+        [`"${schema}".tool_runs`],
+      );
+      expect(rows).toEqual([{ citus_table_type: 'distributed' }]);
+    }
     access = await setUpExplorer(pool, databaseUrl(), schema, SECRET);
     // The role may not read the ledger's own table: what the console would have read.
     await expect(access.readerPool.query(`SELECT 1 FROM "${schema}".tool_runs LIMIT 1`)).rejects.toThrow(
