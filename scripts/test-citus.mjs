@@ -39,6 +39,7 @@ const SUITES = [
   'test/console/browser.test.ts',
   'test/console/refusals.test.ts',
   'test/console/explorer.test.ts',
+  'test/ops/ledger-explorer.test.ts',
 ];
 
 /** Left out, and why (printed by `--list`, so the choice stays visible). */

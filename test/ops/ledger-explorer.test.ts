@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, type Ledger, ToolFailure } from '../../src/index.js';
 import { rotateStoredSecret } from '../../src/ledger/settings.js';
 import { hashKey } from '../../src/telemetry/key-hash.js';
-import { databaseUrl, uniqueSchema } from '../support/db.js';
+import { databaseUrl, TEST_DISTRIBUTION, uniqueSchema } from '../support/db.js';
 import { TelemetryHarness } from '../support/telemetry-harness.js';
 import { dashboardTargets, loadDashboard } from './support/configs.js';
 import {
@@ -48,7 +48,12 @@ async function panel(name: string, vars: SqlVars = {}): Promise<Record<string, u
 }
 
 beforeAll(async () => {
-  ledger = await createLedger({ connectionString: databaseUrl(), schema, waitSeconds: 0 });
+  ledger = await createLedger({
+    connectionString: databaseUrl(),
+    schema,
+    waitSeconds: 0,
+    ...TEST_DISTRIBUTION,
+  });
   const invoice = ledger.tool({
     name: 'create_invoice',
     kind: 'mutation',
