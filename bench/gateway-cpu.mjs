@@ -10,9 +10,7 @@
 //
 // Run: npm run build && node bench/gateway-cpu.mjs
 // Env: DATABASE_URL (else an embedded Postgres), BENCH_GATEWAY_CPU_CALLS (default 1500), BENCH_CPU_PROF=1.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +22,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startPostgres } from './postgres.mjs';
+import { freePort, spawnReady } from './support/processes.mjs';
 
 const CALLS = Number(process.env.BENCH_GATEWAY_CPU_CALLS ?? 1500);
 const WARMUP = 300;
@@ -41,37 +40,6 @@ const children = [];
 function cpuUs(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
-function spawnReady(args, ready, env = {}) {
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error(`not ready after 60 s:\n${output}`)), 60_000);
-    const seen = (chunk) => {
-      output += String(chunk);
-      const match = output.match(ready);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, match });
-      }
-    };
-    child.stdout.on('data', seen);
-    child.stderr.on('data', seen);
-    child.once('exit', () => reject(new Error(`exited before it was ready:\n${output}`)));
-  });
-}
-
-async function freePort() {
-  const probe = createServer();
-  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 /** `calls` calls shared by the clients, as fast as they answer; returns calls per second. */
@@ -163,6 +131,7 @@ try {
   const upstream = await spawnReady([everything, 'streamableHttp'], /listening on port/, {
     PORT: String(port),
   });
+  children.push(upstream.child);
   const upstreamUrl = `http://127.0.0.1:${port}/mcp`;
   const httpProfile = profileArgs('http');
   const gateway = await spawnReady(
@@ -179,6 +148,7 @@ try {
     ],
     /serving MCP \(Streamable HTTP\) at (\S+)/,
   );
+  children.push(gateway.child);
   const gzip = (tag) => (i) => ({
     name: 'gzip-file-as-resource',
     arguments: {

@@ -11,10 +11,8 @@
 // this process (a tool whose handler does nothing), against which a new mutating key over stdio is weighed: it
 // should add that plus the relay (the read-only call's added latency), and the bench prints what remains beyond.
 // Run: npm run build && node bench/gateway.mjs   Env: DATABASE_URL (else an embedded Postgres), BENCH_CALLS (default 300)
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +26,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import pg from 'pg';
 import { createLedger } from '../dist/index.js';
 import { startPostgres } from './postgres.mjs';
+import { freePort, spawnReady } from './support/processes.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const WARMUP = Math.min(50, Math.ceil(CALLS / 5));
@@ -112,37 +111,6 @@ async function connectHttp(url) {
   const client = new Client({ name: 'bench', version: '1' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
-}
-
-/** Spawns a child and resolves with the first match of `ready` in its output (at most 60 s). */
-function spawnReady(args, ready, env = {}) {
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error(`not ready after 60 s:\n${output}`)), 60_000);
-    const seen = (chunk) => {
-      output += String(chunk);
-      const match = output.match(ready);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, match });
-      }
-    };
-    child.stdout.on('data', seen);
-    child.stderr.on('data', seen);
-    child.once('exit', () => reject(new Error(`exited before it was ready:\n${output}`)));
-  });
-}
-
-async function freePort() {
-  const probe = createServer();
-  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 function percentile(sorted, p) {
