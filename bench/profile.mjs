@@ -12,6 +12,7 @@ import { createLedger } from '../dist/index.js';
 import { BENCH_INPUT, benchResult, handWritten, toolLedger } from './baselines.mjs';
 import { median, runConcurrent } from './paired.mjs';
 import { withPostgres } from './postgres.mjs';
+import { instantPool } from './support/instant-pool.mjs';
 
 const CONCURRENCY = 16;
 const CALLS = Number(process.env.BENCH_PROFILE_CALLS ?? 3000);
@@ -35,50 +36,6 @@ async function statements(admin, schema, calls) {
     blocks: r.blocks,
     wal: r.wal,
   }));
-}
-
-/** A pool that answers every statement at once, with the rows the ledger's statements return. */
-function instantPool() {
-  let id = 0;
-  return {
-    async query(config) {
-      await null;
-      // A fresh key's claim is the bare insert, which returns only the id.
-      if (config.text.startsWith('INSERT INTO')) return { rows: [{ id: String(++id) }] };
-      if (config.text.startsWith('WITH existing')) {
-        return {
-          rows: [
-            {
-              claim: 'inserted',
-              id: String(++id),
-              user_id: config.values[3],
-              parameter_hash: config.values[4],
-              status: 'in_progress',
-              final: false,
-              attempt: 1,
-              lease_owner: config.values[5],
-              lease_remaining_ms: 30_000,
-              result_json: null,
-              error_json: null,
-              job_id: null,
-              trace_id: null,
-              span_id: null,
-              completed_at: null,
-              expires_in_ms: 86_400_000,
-              lease_live: true,
-              takeover_due: false,
-              waiting: false,
-            },
-          ],
-        };
-      }
-      return { rows: [{ completed_at: new Date(), expires_in_ms: 86_400_000, notify: null }] };
-    },
-    async connect() {
-      throw new Error('not used: the ledger is created with migrate: false and nobody waits');
-    },
-    async end() {},
-  };
 }
 
 async function middlewareCpu() {

@@ -15,6 +15,7 @@ import { createLedger } from '../dist/index.js';
 import { BENCH_INPUT, benchKey, benchResult } from './baselines.mjs';
 import { median, runConcurrent } from './paired.mjs';
 import { createSdk, handContentInstrumentation, handInstrumentation, startSink } from './sdk.mjs';
+import { instantPool } from './support/instant-pool.mjs';
 
 const CONCURRENCY = 16;
 const CALLS = Number(process.env.BENCH_TELCPU_CALLS ?? 3000);
@@ -23,26 +24,6 @@ const ONLY = process.env.BENCH_TELCPU_ONLY;
 const BATCH = 1000;
 /** The pieces of tool-ledger's content that bench/sdk.mjs can leave out, each priced by a side without it. */
 const CONTENT_PIECES = ['hmacs', 'histograms', 'logAttributes', 'logRecord'];
-
-/** A pool that answers the ledger's statements at once: the bare insert of a fresh key, then the completion. */
-function instantPool() {
-  let id = 0;
-  return {
-    async query(config) {
-      await null;
-      const text = typeof config === 'string' ? config : config.text;
-      if (text.startsWith('INSERT INTO')) return { rows: [{ id: String(++id) }] };
-      if (text.startsWith('WITH done')) {
-        return { rows: [{ completed_at_ms: Date.now(), expires_in_ms: 86_400_000, notify: null }] };
-      }
-      throw new Error(`instant pool: no answer for ${text.slice(0, 40)}`);
-    },
-    async connect() {
-      throw new Error('not used: the ledger is created with migrate: false and nobody waits');
-    },
-    async end() {},
-  };
-}
 
 // Keys shaped like bench/telemetry-baseline.mjs's (`tl_<schema>_<chunk>_<i>`), so the key check takes the same path.
 const TAG = `tl_bench_cpu_${Date.now().toString(36)}`;
