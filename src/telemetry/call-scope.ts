@@ -70,28 +70,32 @@ export class OtelCallScope implements CallScope {
   #labels: MetricLabels | undefined;
   #inFlight: SumSeries | undefined;
   #ended = false;
+  /**
+   * Whether a span or log record of this call could be kept when it started. When not (no SDK registered), there
+   * is no span, and the attributes only spans and records carry (the key, the call id, the parameter hash) are not
+   * worked out: checking a key and hashing it cost more than the rest of the call's telemetry together, for no
+   * reader. Metrics are recorded either way.
+   */
+  readonly #observedAtStart: boolean;
+  /** The parameter hash as the ledger gave it, kept for a log record whose logger arrives during the call. */
+  #paramsHash: string | undefined;
 
   constructor(config: ObserverConfig, start: CallStart) {
     this.#config = config;
     this.#start = start;
+    const kept = config.signals.spansOrLogsKept();
+    this.#observedAtStart = kept;
     try {
-      this.#collectStartAttributes();
+      this.#collectStartAttributes(kept);
     } catch (error) {
       reportOnce('span attributes', error);
     }
-    let span: Span | undefined;
-    let ctx: Context | undefined;
-    try {
-      const parent = context.active();
-      span = this.#startSpan(parent);
-      ctx = trace.setSpan(parent, span);
-    } catch (error) {
-      span = undefined;
-      ctx = undefined;
-      reportOnce('span start', error);
-    }
+    // With nothing registered the API's span would stand in for the parent's and the handler's context would be
+    // the parent's own: no span then, and the handler runs in the context it was called in.
+    const started = kept ? this.#startSpanInContext() : undefined;
+    const span = started?.span;
     this.#span = span;
-    this.#context = ctx;
+    this.#context = started?.context;
     let ref: SpanRef | undefined;
     try {
       // A non-recording span carries its parent's ids (or none): nothing a later replay could link to.
@@ -104,6 +108,17 @@ export class OtelCallScope implements CallScope {
       reportOnce('span context', error);
     }
     this.spanRef = ref;
+  }
+
+  #startSpanInContext(): { readonly span: Span; readonly context: Context } | undefined {
+    try {
+      const parent = context.active();
+      const span = this.#startSpan(parent);
+      return { span, context: trace.setSpan(parent, span) };
+    } catch (error) {
+      reportOnce('span start', error);
+      return undefined;
+    }
   }
 
   #startSpan(parent: Context): Span {
@@ -128,8 +143,8 @@ export class OtelCallScope implements CallScope {
     return config.signals.tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
   }
 
-  #collectStartAttributes(): void {
-    const { tool, kind, tenant, toolCallId, key } = this.#start;
+  #collectStartAttributes(withCallerAttributes: boolean): void {
+    const { tool, kind, tenant, toolCallId } = this.#start;
     const config = this.#config;
     const a = this.#attributes;
     const extra = context.active().getValue(CALL_ATTRIBUTES_KEY);
@@ -140,11 +155,21 @@ export class OtelCallScope implements CallScope {
     put(a, ATTR.GEN_AI_OPERATION_NAME, OPERATION_NAME_EXECUTE_TOOL);
     put(a, ATTR.GEN_AI_TOOL_NAME, tool);
     put(a, ATTR.GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION);
-    put(a, ATTR.GEN_AI_TOOL_CALL_ID, config.toolCallId(toolCallId));
+    if (withCallerAttributes) put(a, ATTR.GEN_AI_TOOL_CALL_ID, config.toolCallId(toolCallId));
     put(a, ATTR.TENANT_ID, config.tenantLabel(tenant));
     put(a, ATTR.TOOL_KIND, kind);
-    Object.assign(a, config.keyAttributes(key));
+    if (withCallerAttributes) Object.assign(a, config.keyAttributes(this.#start.key));
     this.#labels = config.metricLabels(tool, kind, tenant);
+  }
+
+  /** The caller's attributes a call that started unobserved left out, for a logger registered since. */
+  #collectLateCallerAttributes(): void {
+    const config = this.#config;
+    const a = this.#attributes;
+    put(a, ATTR.GEN_AI_TOOL_CALL_ID, config.toolCallId(this.#start.toolCallId));
+    Object.assign(a, config.keyAttributes(this.#start.key));
+    const hash = this.#paramsHash;
+    if (hash !== undefined) put(a, ATTR.PARAMS_HASH, config.paramsHash(hash));
   }
 
   readonly run = <T>(fn: () => T): T => {
@@ -155,6 +180,10 @@ export class OtelCallScope implements CallScope {
   readonly setParamsHash = (hash: string): void => {
     try {
       if (typeof hash !== 'string') return;
+      if (!this.#observedAtStart) {
+        this.#paramsHash = hash;
+        return;
+      }
       const keyed = this.#config.paramsHash(hash);
       if (keyed === undefined) return;
       this.#attributes[ATTR.PARAMS_HASH] = keyed;
@@ -237,6 +266,13 @@ export class OtelCallScope implements CallScope {
       }
     }
     const config = this.#config;
+    // A logger registered during the call still gets the whole record.
+    const observed = this.#observedAtStart || config.signals.spansOrLogsKept();
+    try {
+      if (!this.#observedAtStart && observed) this.#collectLateCallerAttributes();
+    } catch (thrown) {
+      reportOnce('span attributes', thrown);
+    }
     try {
       collectDecisionAttributes(this.#decisionAttributes, this.#attributes, decision, error);
     } catch (thrown) {
@@ -248,7 +284,7 @@ export class OtelCallScope implements CallScope {
       reportOnce('span end', thrown);
     }
     try {
-      emitCallLog(config, this.#start.tool, this.#attributes, this.#context, decision, error);
+      if (observed) emitCallLog(config, this.#start.tool, this.#attributes, this.#context, decision, error);
     } catch (thrown) {
       reportOnce('decision log', thrown);
     }

@@ -1,4 +1,11 @@
-import { type MeterProvider, metrics, type Tracer, type TracerProvider, trace } from '@opentelemetry/api';
+import {
+  type MeterProvider,
+  metrics,
+  ProxyTracerProvider,
+  type Tracer,
+  type TracerProvider,
+  trace,
+} from '@opentelemetry/api';
 import type { Logger, LoggerProvider } from '@opentelemetry/api-logs';
 import { createInstruments, type Instruments } from './instruments.js';
 import { loadLogsApi } from './logs-api.js';
@@ -23,8 +30,45 @@ function memoByProvider<P extends object, T>(build: (provider: P) => T): (provid
   };
 }
 
+/** The provider a global tracer proxy delegates to while no SDK is registered: the API's no-op. */
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/** True only for the API's own proxy with nothing registered behind it (another API copy's is never matched). */
+function isNoopTracerProvider(provider: TracerProvider): boolean {
+  return provider instanceof ProxyTracerProvider && provider.getDelegate() === NOOP_TRACER_PROVIDER;
+}
+
+/** The shape of the logs API's proxy (api-logs and @opentelemetry/api 1.10 alike), which neither exports. */
+interface LoggerProviderProxy {
+  _getDelegate(): LoggerProvider;
+}
+const noopLoggerProviders = new WeakMap<object, LoggerProvider>();
+
+/**
+ * True only for the logs API's proxy with nothing registered behind it: it delegates to the same no-op provider
+ * as a fresh proxy of its class does. Any other provider, or a doubt, counts as a real one.
+ */
+function isNoopLoggerProvider(provider: LoggerProvider): boolean {
+  const proxy = provider as Partial<LoggerProviderProxy>;
+  const ProxyClass = (provider as { constructor?: unknown }).constructor;
+  if (typeof proxy._getDelegate !== 'function' || typeof ProxyClass !== 'function') return false;
+  let noop = noopLoggerProviders.get(ProxyClass);
+  if (noop === undefined) {
+    noop = new (ProxyClass as new () => LoggerProviderProxy)()._getDelegate();
+    noopLoggerProviders.set(ProxyClass, noop);
+  }
+  return proxy._getDelegate() === noop;
+}
+
 export interface Signals {
   tracer(): Tracer;
+  /**
+   * False only when neither a span nor a log record of a call would be kept: no tracer provider and no logger
+   * provider configured, and none registered with the API (its no-op proxies answer). A call then makes no span
+   * and skips what only spans and records carry (the key check and the HMACs); metrics do not need them. Never
+   * throws: a doubt counts as kept.
+   */
+  spansOrLogsKept(): boolean;
   /** The meter provider in use now: the configured one, or the global one looked up at each call. */
   meterProvider(): MeterProvider;
   instruments(): Instruments;
@@ -49,6 +93,16 @@ export function createSignals(
   const loggerFor = memoByProvider((provider: LoggerProvider) => provider.getLogger(INSTRUMENTATION_SCOPE));
   return {
     tracer: () => tracerFor(options.tracerProvider ?? trace.getTracerProvider()),
+    spansOrLogsKept: () => {
+      try {
+        if (options.tracerProvider !== undefined || options.loggerProvider !== undefined) return true;
+        if (!isNoopTracerProvider(trace.getTracerProvider())) return true;
+        const api = loadLogsApi();
+        return api !== undefined && !isNoopLoggerProvider(api.logs.getLoggerProvider());
+      } catch {
+        return true;
+      }
+    },
     meterProvider,
     instruments: () => instrumentsFor(meterProvider()),
     logger: () => {

@@ -90,7 +90,6 @@ export class TelemetryHarness {
   }
 }
 
-/** Clears every global OpenTelemetry registration, so the next test starts from "no SDK". */
 /**
  * A fresh harness registered globally before each test of the enclosing suite, and shut down (globals reset)
  * after it. Returns a getter, since each test gets its own harness.
@@ -110,6 +109,7 @@ export function useGlobalHarness(): () => TelemetryHarness {
   };
 }
 
+/** Clears every global OpenTelemetry registration, so the next test starts from "no SDK". */
 export function resetGlobals(): void {
   trace.disable();
   metrics.disable();
