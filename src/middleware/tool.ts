@@ -222,7 +222,8 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       // Anything thrown rather than decided (the handler, the database) is a failure.
       end = { outcome: 'failed', error };
     }
-    if (observed) {
+    // NOOP_SCOPE also when the observer has no one to report to now (no SDK registered).
+    if (scope !== NOOP_SCOPE) {
       try {
         scope.end(decisionOf(facts, end));
       } catch {
@@ -247,6 +248,7 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       description: tool.description,
       input,
     });
+    if (scope === NOOP_SCOPE) return runtime.track(settle(input, ctx, NOOP_SCOPE, facts));
     return runtime.track(scope.run(() => settle(input, ctx, scope, facts)));
   };
 

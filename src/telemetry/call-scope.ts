@@ -80,10 +80,11 @@ export class OtelCallScope implements CallScope {
   /** The parameter hash as the ledger gave it, kept for a log record whose logger arrives during the call. */
   #paramsHash: string | undefined;
 
-  constructor(config: ObserverConfig, start: CallStart) {
+  /** `spansOrLogsKept` is `config.signals.spansOrLogsKept()` as the observer read it for this call. */
+  constructor(config: ObserverConfig, start: CallStart, spansOrLogsKept: boolean) {
     this.#config = config;
     this.#start = start;
-    const kept = config.signals.spansOrLogsKept();
+    const kept = spansOrLogsKept;
     this.#observedAtStart = kept;
     try {
       this.#collectStartAttributes(kept);

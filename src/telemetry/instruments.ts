@@ -1,4 +1,4 @@
-import type { Histogram, MeterProvider, UpDownCounter } from '@opentelemetry/api';
+import { createNoopMeter, type Histogram, type MeterProvider, type UpDownCounter } from '@opentelemetry/api';
 import { type CallSums, callSums } from './call-sums.js';
 import { DURATION_BUCKETS_SECONDS, INSTRUMENTATION_SCOPE, METRIC, UNIT } from './vocabulary.js';
 
@@ -9,6 +9,8 @@ export interface Instruments {
   readonly unsavedResults: UpDownCounter;
   /** `tool_ledger.tool.calls` and `tool_ledger.runs.in_flight`: counted in this process, observed at collection. */
   readonly sums: CallSums;
+  /** False for the API's no-op meter (no meter provider registered): nothing will ever read these instruments. */
+  readonly recording: boolean;
 }
 
 export function createInstruments(provider: MeterProvider): Instruments {
@@ -37,5 +39,6 @@ export function createInstruments(provider: MeterProvider): Instruments {
       unit: UNIT.RESULTS,
     }),
     sums: callSums(provider),
+    recording: meter !== createNoopMeter(),
   };
 }

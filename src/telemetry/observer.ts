@@ -1,4 +1,4 @@
-import type { CallObserver } from '../contract/observer.js';
+import { type CallObserver, NOOP_SCOPE } from '../contract/observer.js';
 import { ApprovalGauges } from './approval-gauges.js';
 import { boundedCache, boundedPairCache } from './bounded-cache.js';
 import { OtelCallScope } from './call-scope.js';
@@ -25,10 +25,20 @@ function scrubCache(scrub: (text: string) => string): (text: string) => string |
   });
 }
 
+/** Whether a meter provider other than the API's no-op one would take the call's metric points. */
+function metricsKept(config: ObserverConfig): boolean {
+  try {
+    return config.signals.instruments().recording;
+  } catch {
+    return true;
+  }
+}
+
 /**
  * The OpenTelemetry observer: one `execute_tool {tool}` span, one `tool_ledger.decision` log record and the
  * tool-ledger metrics per call, scrubbed. Uses only @opentelemetry/api (and api-logs when installed); with no SDK
- * registered everything is a cheap no-op, and an SDK registered later is picked up on the next call.
+ * registered a call gets `NOOP_SCOPE` and costs nothing here, and an SDK registered later is picked up on the next
+ * call.
  * `deployment` is the key-hash secret a ledger read from its schema (or why it has none); a configured one wins.
  */
 export function createOtelObserver(options: TelemetryOptions, deployment?: DeploymentSecret): CallObserver {
@@ -72,7 +82,11 @@ export function createOtelObserver(options: TelemetryOptions, deployment?: Deplo
     },
   };
   return {
-    startCall: (start) => new OtelCallScope(config, start),
+    startCall: (start) => {
+      const spansOrLogs = config.signals.spansOrLogsKept();
+      // Nothing registered at all: the call is not observed, and costs nothing here.
+      return spansOrLogs || metricsKept(config) ? new OtelCallScope(config, start, spansOrLogs) : NOOP_SCOPE;
+    },
     unsavedResults: (tool, delta) =>
       safeExecute('unsaved-results metric', () => {
         config.signals.instruments().unsavedResults.add(delta, { [ATTR.GEN_AI_TOOL_NAME]: tool });

@@ -1,18 +1,18 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { ProxyTracerProvider, trace } from '@opentelemetry/api';
+import { metrics, ProxyTracerProvider, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CallObserver } from '../../../src/contract/observer.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import type { Redactor } from '../../../src/telemetry/options.js';
-import { ATTR } from '../../../src/telemetry/vocabulary.js';
+import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
 import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
 
-// With no SDK registered, a call's span and log record go nowhere, so the attributes only they carry (the key,
-// checked and perhaps hashed; the tool call id, scrubbed; the parameter hash's HMAC) are not worked out. Whatever
-// can keep a span or a record (a tracer or a logger, registered or configured, even one that arrives during the
-// call) gets them all, as before.
+// With no SDK registered, a call is not observed at all. With no tracer or logger (metrics only), its span and log
+// record go nowhere, so the attributes only they carry (the key, checked and perhaps hashed; the tool call id,
+// scrubbed; the parameter hash's HMAC) are not worked out. Whatever can keep a span or a record (a tracer or a
+// logger, registered or configured, even a logger that arrives during an observed call) gets them all, as before.
 
 const KEY = 'refund-order-4711';
 const CALL_ID = 'call_9f2';
@@ -62,15 +62,35 @@ afterEach(async () => {
 });
 
 describe('a call nothing observes', () => {
-  it('does not check its key or scrub its call id', () => {
-    // Prepare: no SDK registered
+  it('is not reported, even to an SDK registered before it ends', async () => {
+    // Prepare: nothing registered when the call starts
+    const observer = createOtelObserver({ keyHashSecret: SECRET });
+    const scope = startCall(observer);
+
+    // Act
+    const h = harness().registerGlobal();
+    scope.end({ outcome: 'executed', executionSeconds: 0.01 });
+    startCall(observer).end({ outcome: 'executed', executionSeconds: 0.01 });
+
+    // Assess: only the call that started after the registration
+    expect(h.finishedSpans()).toHaveLength(1);
+    expect(h.logRecords()).toHaveLength(1);
+    expect((await h.points(METRIC.TOOL_CALLS))[0]?.value).toBe(1);
+  });
+
+  it('does not check its key or scrub its call id, with or without a meter', async () => {
+    // Prepare: no tracer or logger registered; the second call has a meter provider, so it is observed
     const redactor = recordingRedactor();
     const observer = createOtelObserver({ redactor, keyHashSecret: SECRET });
+    startCall(observer).end({ outcome: 'executed', executionSeconds: 0.01 });
+    const h = harness();
+    metrics.setGlobalMeterProvider(h.meterProvider);
 
     // Act
     startCall(observer).end({ outcome: 'executed', executionSeconds: 0.01 });
 
-    // Assess
+    // Assess: the metrics-only call is counted, and neither call checked the key or scrubbed the call id
+    expect((await h.points(METRIC.TOOL_CALLS))[0]?.value).toBe(1);
     expect(redactor.texts).not.toContain(KEY);
     expect(redactor.texts).not.toContain(CALL_ID);
   });
@@ -95,16 +115,17 @@ describe('a call something observes', () => {
   });
 
   it('gives a logger registered during the call the same attributes as one registered before it', () => {
-    // Prepare: one call observed from its start, one that starts with nothing registered
+    // Prepare: one call observed from its start
     const before = harness().registerGlobal();
     const observer = createOtelObserver({ keyHashSecret: SECRET });
     startCall(observer).end({ outcome: 'executed', executionSeconds: 0.01 });
     const observedFromStart = before.logRecords()[0]?.attributes;
     resetGlobals();
 
-    // Act: the SDK arrives between the call's start and its end
-    const scope = startCall(observer);
+    // Act: a metrics-only setup (a meter provider, so the call is observed) whose logger arrives during the call
     const during = harness();
+    metrics.setGlobalMeterProvider(during.meterProvider);
+    const scope = startCall(observer);
     logs.setGlobalLoggerProvider(during.loggerProvider);
     scope.end({ outcome: 'executed', executionSeconds: 0.01 });
 
