@@ -25,7 +25,8 @@ const made = side.startsWith('ledger')
   ? await toolLedger(url, schema, {
       poolSize: c,
       preparedStatements: prepared !== 'false',
-      ...(withSdk ? { telemetry: { keyHashSecret: 'bench-key-hash-secret' } } : {}),
+      // Without the SDK, tool-ledger's defaults: telemetry on, nothing registered, as a user without an SDK runs it.
+      telemetry: withSdk ? { keyHashSecret: 'bench-key-hash-secret' } : {},
       ...JSON.parse(process.env.BENCH_LEDGER_OPTIONS ?? '{}'),
     })
   : await handWritten(url, schema, {
