@@ -51,7 +51,9 @@ const noopLoggerProviders = new WeakMap<object, LoggerProvider>();
 function isNoopLoggerProvider(provider: LoggerProvider): boolean {
   const proxy = provider as Partial<LoggerProviderProxy>;
   const ProxyClass = (provider as { constructor?: unknown }).constructor;
+  // Only the API's own class is ever constructed here; a renamed or wrapped one counts as a real provider.
   if (typeof proxy._getDelegate !== 'function' || typeof ProxyClass !== 'function') return false;
+  if (ProxyClass.name !== 'ProxyLoggerProvider') return false;
   let noop = noopLoggerProviders.get(ProxyClass);
   if (noop === undefined) {
     noop = new (ProxyClass as new () => LoggerProviderProxy)()._getDelegate();
