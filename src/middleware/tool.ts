@@ -222,7 +222,6 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       // Anything thrown rather than decided (the handler, the database) is a failure.
       end = { outcome: 'failed', error };
     }
-    // NOOP_SCOPE also when the observer has no one to report to now (no SDK registered).
     if (scope !== NOOP_SCOPE) {
       try {
         scope.end(decisionOf(facts, end));
@@ -236,18 +235,20 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   /** Runs one call, tracked so `close()` waits for it, inside its telemetry scope when telemetry is on. */
   const run = (input: unknown, ctx: CallContext, facts: CallFacts): Promise<CallEnd> => {
     runtime.assertOpen(name);
-    // With telemetry off nothing reads a call's start or end facts, so none are built.
-    if (!observed) return runtime.track(settle(input, ctx, NOOP_SCOPE, facts));
-    const scope = observer.startCall({
-      tool: name,
-      kind,
-      tenant: typeof ctx.tenant === 'string' ? ctx.tenant : 'default',
-      key: typeof ctx.key === 'string' ? ctx.key : undefined,
-      user: typeof ctx.user === 'string' ? ctx.user : undefined,
-      toolCallId: typeof ctx.toolCallId === 'string' ? ctx.toolCallId : undefined,
-      description: tool.description,
-      input,
-    });
+    const scope = observed
+      ? observer.startCall({
+          tool: name,
+          kind,
+          tenant: typeof ctx.tenant === 'string' ? ctx.tenant : 'default',
+          key: typeof ctx.key === 'string' ? ctx.key : undefined,
+          user: typeof ctx.user === 'string' ? ctx.user : undefined,
+          toolCallId: typeof ctx.toolCallId === 'string' ? ctx.toolCallId : undefined,
+          description: tool.description,
+          input,
+        })
+      : NOOP_SCOPE;
+    // With telemetry off, or nobody to report to (the observer answers NOOP_SCOPE when no SDK is registered),
+    // nothing reads the call's end facts or its context, so none are built.
     if (scope === NOOP_SCOPE) return runtime.track(settle(input, ctx, NOOP_SCOPE, facts));
     return runtime.track(scope.run(() => settle(input, ctx, scope, facts)));
   };

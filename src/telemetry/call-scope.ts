@@ -84,16 +84,15 @@ export class OtelCallScope implements CallScope {
   constructor(config: ObserverConfig, start: CallStart, spansOrLogsKept: boolean) {
     this.#config = config;
     this.#start = start;
-    const kept = spansOrLogsKept;
-    this.#observedAtStart = kept;
+    this.#observedAtStart = spansOrLogsKept;
     try {
-      this.#collectStartAttributes(kept);
+      this.#collectStartAttributes();
     } catch (error) {
       reportOnce('span attributes', error);
     }
     // With nothing registered the API's span would stand in for the parent's and the handler's context would be
     // the parent's own: no span then, and the handler runs in the context it was called in.
-    const started = kept ? this.#startSpanInContext() : undefined;
+    const started = spansOrLogsKept ? this.#startSpanInContext() : undefined;
     const span = started?.span;
     this.#span = span;
     this.#context = started?.context;
@@ -144,8 +143,8 @@ export class OtelCallScope implements CallScope {
     return config.signals.tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
   }
 
-  #collectStartAttributes(withCallerAttributes: boolean): void {
-    const { tool, kind, tenant, toolCallId } = this.#start;
+  #collectStartAttributes(): void {
+    const { tool, kind, tenant } = this.#start;
     const config = this.#config;
     const a = this.#attributes;
     const extra = context.active().getValue(CALL_ATTRIBUTES_KEY);
@@ -156,15 +155,17 @@ export class OtelCallScope implements CallScope {
     put(a, ATTR.GEN_AI_OPERATION_NAME, OPERATION_NAME_EXECUTE_TOOL);
     put(a, ATTR.GEN_AI_TOOL_NAME, tool);
     put(a, ATTR.GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION);
-    if (withCallerAttributes) put(a, ATTR.GEN_AI_TOOL_CALL_ID, config.toolCallId(toolCallId));
     put(a, ATTR.TENANT_ID, config.tenantLabel(tenant));
     put(a, ATTR.TOOL_KIND, kind);
-    if (withCallerAttributes) Object.assign(a, config.keyAttributes(this.#start.key));
+    if (this.#observedAtStart) this.#collectCallerAttributes();
     this.#labels = config.metricLabels(tool, kind, tenant);
   }
 
-  /** The caller's attributes a call that started unobserved left out, for a logger registered since. */
-  #collectLateCallerAttributes(): void {
+  /**
+   * The attributes only spans and log records carry: at the start of an observed call, or at the end of one that
+   * started unobserved, for a logger registered since (with the parameter hash it kept meanwhile).
+   */
+  #collectCallerAttributes(): void {
     const config = this.#config;
     const a = this.#attributes;
     put(a, ATTR.GEN_AI_TOOL_CALL_ID, config.toolCallId(this.#start.toolCallId));
@@ -270,7 +271,7 @@ export class OtelCallScope implements CallScope {
     // A logger registered during the call still gets the whole record.
     const observed = this.#observedAtStart || config.signals.spansOrLogsKept();
     try {
-      if (!this.#observedAtStart && observed) this.#collectLateCallerAttributes();
+      if (!this.#observedAtStart && observed) this.#collectCallerAttributes();
     } catch (thrown) {
       reportOnce('span attributes', thrown);
     }
