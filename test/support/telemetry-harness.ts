@@ -109,6 +109,24 @@ export function useGlobalHarness(): () => TelemetryHarness {
   };
 }
 
+/**
+ * Makes harnesses for the tests of the enclosing suite (registered or not, as each test chooses); after each test,
+ * every harness it made is shut down and the globals are reset.
+ */
+export function useHarnesses(): () => TelemetryHarness {
+  const made: TelemetryHarness[] = [];
+  afterEach(async () => {
+    await Promise.all(made.map((h) => h.shutdown()));
+    made.length = 0;
+    resetGlobals();
+  });
+  return () => {
+    const harness = new TelemetryHarness();
+    made.push(harness);
+    return harness;
+  };
+}
+
 /** Clears every global OpenTelemetry registration, so the next test starts from "no SDK". */
 export function resetGlobals(): void {
   trace.disable();

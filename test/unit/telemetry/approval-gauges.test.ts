@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ApprovalsWaitingGroup, ApprovalsWaitingSource } from '../../../src/contract/observer.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
-import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+import { type TelemetryHarness, useHarnesses } from '../../support/telemetry-harness.js';
 
 // The approval gauges over a source that stands for the ledger's count (the real count is tested on Postgres and
 // PGlite in test/db/telemetry/approvals-telemetry.test.ts): which tenants they ask for, which series they report,
@@ -30,17 +30,11 @@ async function series(harness: TelemetryHarness, name: string): Promise<Record<s
   );
 }
 
-const harnesses: TelemetryHarness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.map((h) => h.shutdown()));
-  harnesses.length = 0;
-  resetGlobals();
-});
+const newHarness = useHarnesses();
 
 describe('approval gauges', () => {
   it('report each allow-listed tenant and the rest, at 0 where none waits, per schema', async () => {
-    const harness = new TelemetryHarness();
-    harnesses.push(harness);
+    const harness = newHarness();
     const observer = createOtelObserver({
       meterProvider: harness.meterProvider,
       metricTenants: ['acme', 'globex'],
@@ -75,8 +69,7 @@ describe('approval gauges', () => {
   });
 
   it('leave out a source whose read fails, and stop reading one that was removed', async () => {
-    const harness = new TelemetryHarness();
-    harnesses.push(harness);
+    const harness = newHarness();
     const observer = createOtelObserver({ meterProvider: harness.meterProvider });
     const failing = source(new Error('connection refused'), 'down');
     const working = source([{ tenant: undefined, waiting: 2, oldestSeconds: 10 }], 'up');
@@ -95,8 +88,7 @@ describe('approval gauges', () => {
     const s = source([{ tenant: undefined, waiting: 1, oldestSeconds: 42 }]);
     observer.approvalsWaiting?.(s.source);
 
-    const harness = new TelemetryHarness().registerGlobal();
-    harnesses.push(harness);
+    const harness = newHarness().registerGlobal();
     // The next call takes the new provider, and the gauges with it.
     observer
       .startCall({
@@ -115,8 +107,7 @@ describe('approval gauges', () => {
   });
 
   it('are not registered by an observer no ledger gave a source', async () => {
-    const harness = new TelemetryHarness();
-    harnesses.push(harness);
+    const harness = newHarness();
     const observer = createOtelObserver({ meterProvider: harness.meterProvider });
     observer
       .startCall({

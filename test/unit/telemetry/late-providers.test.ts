@@ -1,10 +1,10 @@
 import { metrics, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CallObserver } from '../../../src/contract/observer.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import { METRIC } from '../../../src/telemetry/vocabulary.js';
-import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+import { resetGlobals, useHarnesses } from '../../support/telemetry-harness.js';
 
 // The observer is created (and used) before any SDK exists, the way a library is imported before the
 // application's telemetry bootstrap runs.
@@ -26,13 +26,7 @@ function call(key: string): void {
   scope.end({ outcome: 'executed', executionSeconds: 0.01 });
 }
 
-const harnesses: TelemetryHarness[] = [];
-
-afterEach(async () => {
-  await Promise.all(harnesses.map((h) => h.shutdown()));
-  harnesses.length = 0;
-  resetGlobals();
-});
+const newHarness = useHarnesses();
 
 describe('providers registered after import', () => {
   it('are used for spans, logs and metrics', async () => {
@@ -41,8 +35,7 @@ describe('providers registered after import', () => {
     expect(trace.getTracerProvider()).toBeDefined();
 
     // Act: the application registers its SDK, then calls again
-    const harness = new TelemetryHarness().registerGlobal();
-    harnesses.push(harness);
+    const harness = newHarness().registerGlobal();
     call('after-sdk');
 
     // Assess
@@ -54,12 +47,10 @@ describe('providers registered after import', () => {
   });
 
   it('follow a provider that is replaced', async () => {
-    const first = new TelemetryHarness().registerGlobal();
-    harnesses.push(first);
+    const first = newHarness().registerGlobal();
     call('first');
     resetGlobals();
-    const second = new TelemetryHarness().registerGlobal();
-    harnesses.push(second);
+    const second = newHarness().registerGlobal();
     call('second');
 
     expect(first.finishedSpans()).toHaveLength(1);

@@ -2,12 +2,12 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { metrics, ProxyTracerProvider, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CallObserver } from '../../../src/contract/observer.js';
 import { createOtelObserver } from '../../../src/telemetry/observer.js';
 import type { Redactor } from '../../../src/telemetry/options.js';
 import { ATTR, METRIC } from '../../../src/telemetry/vocabulary.js';
-import { resetGlobals, TelemetryHarness } from '../../support/telemetry-harness.js';
+import { resetGlobals, useHarnesses } from '../../support/telemetry-harness.js';
 
 // With no SDK registered, a call is not observed at all. With no tracer or logger (metrics only), its span and log
 // record go nowhere, so the attributes only they carry (the key, checked and perhaps hashed; the tool call id,
@@ -48,18 +48,7 @@ function startCall(observer: CallObserver) {
 
 const callerAttributes = [ATTR.IDEMPOTENCY_KEY, ATTR.GEN_AI_TOOL_CALL_ID, ATTR.PARAMS_HASH] as const;
 
-const harnesses: TelemetryHarness[] = [];
-function harness(): TelemetryHarness {
-  const made = new TelemetryHarness();
-  harnesses.push(made);
-  return made;
-}
-
-afterEach(async () => {
-  await Promise.all(harnesses.map((h) => h.shutdown()));
-  harnesses.length = 0;
-  resetGlobals();
-});
+const harness = useHarnesses();
 
 describe('a call nothing observes', () => {
   it('is not reported, even to an SDK registered before it ends', async () => {
