@@ -4,11 +4,13 @@
 // Args: side (ledger | hand | ledger-sdk | hand-otel | hand-content), url, schema, calls, concurrency, tag, preparedStatements (true | false; for the
 // hand-written side 'named' sends named statements, anything else plain unnamed ones).
 // Env: BENCH_LEDGER_OPTIONS, JSON merged into tool-ledger's createLedger options (for example
-// '{"replayCacheEntries":0}'); BENCH_GC=1 writes to stderr the garbage collector's pauses over the measured calls
+// '{"replayCacheEntries":0}'); the JSON line also carries `gc`, where the measured calls' garbage collection went
+// (bench/support/gc-account.mjs); BENCH_GC=1 writes to stderr the garbage collector's pauses over the measured calls
 // (count, and wall µs per call by kind, from `gc` performance entries).
 import { PerformanceObserver } from 'node:perf_hooks';
 import { handWritten, toolLedger } from './baselines.mjs';
 import { throughput } from './postgres.mjs';
+import { startGcAccount } from './support/gc-account.mjs';
 
 const [side, url, schema, calls, concurrency, tag, prepared] = process.argv.slice(2);
 const n = Number(calls);
@@ -62,11 +64,13 @@ const gcObserver =
       })
     : undefined;
 gcObserver?.observe({ entryTypes: ['gc'] });
+const gcAccount = startGcAccount();
 const started = performance.now();
 const cpu = process.cpuUsage();
 await throughput(n, c, first);
 const ms = performance.now() - started;
 const { user, system } = process.cpuUsage(cpu);
+const gc = gcAccount.stop(n);
 if (gcObserver) {
   gcObserver.disconnect();
   const perCall = (ms) => ((ms * 1000) / n).toFixed(1);
@@ -80,5 +84,7 @@ await made.close();
 await sdk?.flush();
 await sdk?.shutdown();
 const exported = sdk ? { exported: sdk.exported } : {};
-process.stdout.write(`${JSON.stringify({ calls: n, warmupCalls, ms, cpuUs: user + system, ...exported })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ calls: n, warmupCalls, ms, cpuUs: user + system, gc, ...exported })}\n`,
+);
 process.exit(0);

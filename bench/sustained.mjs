@@ -4,7 +4,9 @@
 // bench/baselines.mjs; no alternation, no second round. Per side: calls/s, WAL bytes and records per call
 // (pg_stat_wal over the side's run), the table's updates and how many were HOT (pg_stat_user_tables), and the
 // side's statements (pg_stat_statements: µs and WAL bytes per call), autovacuum runs during the side's run (of
-// its own table, of others), and the client's CPU per call. After each side, its table is vacuumed and analyzed
+// its own table, of others), the client's CPU per call, and where the client's garbage collection went (scavenges,
+// full collections, bytes promoted per call, pauses, the CPU of its threads other than the main one:
+// bench/support/gc-account.mjs). After each side, its table is vacuumed and analyzed
 // outside the figures, so its maintenance does not land in the next side's run. Then the same two with the real
 // SDK (bench/sdk.mjs: batch processors, OTLP/HTTP export to a sink in a process of its own): tool-ledger with its
 // telemetry on, against the hand-written code with a hand-written span, log record and counter per call; the
@@ -64,8 +66,8 @@ function runWorker({ side, url, schema, calls, tag, execArgv = [], env = process
     child.once('exit', (code) => {
       const line = out.split('\n').find((l) => l.startsWith('{'));
       if (code === 0 && line) {
-        const { calls: n, warmupCalls, ms, cpuUs, exported } = JSON.parse(line);
-        resolve({ rate: (n / ms) * 1000, cpuPerCall: cpuUs / n, warmupCalls, exported });
+        const { calls: n, warmupCalls, ms, cpuUs, gc, exported } = JSON.parse(line);
+        resolve({ rate: (n / ms) * 1000, cpuPerCall: cpuUs / n, warmupCalls, gc, exported });
       } else reject(new Error(`${side} worker exited with ${code}`));
     });
   });
@@ -165,7 +167,7 @@ async function measure(server, admin, side, tag, sinkUrl) {
     env: { ...process.env, BENCH_OTLP_URL: sinkUrl },
   });
   const waits = await sampleWaits(admin, run);
-  const { rate, cpuPerCall, warmupCalls, exported } = await run;
+  const { rate, cpuPerCall, warmupCalls, gc, exported } = await run;
   // The server's WAL counters span the worker's warm-up too (first executions of the same kind), so its per-call
   // figures divide by both; rate and client CPU are the measured calls' alone.
   const written = CALLS + warmupCalls;
@@ -189,6 +191,14 @@ async function measure(server, admin, side, tag, sinkUrl) {
     rate,
     statements,
     waits,
+    gc: {
+      scavenges: gc.scavenges,
+      'full collections': gc.fullCollections,
+      'promoted B/call': gc.promotedBytesPerCall.toFixed(0),
+      'GC pauses µs/call': gc.gcPauseUsPerCall.toFixed(1),
+      'main thread CPU µs/call': gc.mainThreadUsPerCall?.toFixed(0) ?? '',
+      'other threads CPU µs/call': gc.otherThreadsUsPerCall?.toFixed(0) ?? '',
+    },
     row: {
       'calls/s': fmt(rate),
       'client CPU µs/call': cpuPerCall.toFixed(0),
@@ -274,6 +284,10 @@ try {
     'hand-content': "hand-written + tool-ledger's telemetry content, real SDK",
   };
   console.table(Object.fromEntries(results.map((r) => [LABELS[r.side], r.row])));
+  console.log(
+    "the client's garbage collection over the measured calls (v8.GCProfiler; promoted: what scavenges moved to the old generation, which only full collections free; other threads: V8's concurrent marking, sweeping and compiles, libuv's pool):",
+  );
+  console.table(Object.fromEntries(results.map((r) => [LABELS[r.side], r.gc])));
   for (const r of results) {
     console.log(`${r.side}: server backends' samples (pg_stat_activity every 25 ms): ${r.waits}`);
     console.log(`statements of ${r.side} (pg_stat_statements):`);
