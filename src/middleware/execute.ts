@@ -2,6 +2,7 @@ import type { HandlerContext, Queryable, UnknownRunContext } from '../contract/t
 import { fenceOf } from '../ledger/fence.js';
 import type { Attempt, Execute, ExecutorSettings } from './execution.js';
 import { finish } from './finish.js';
+import { callHandlerContext } from './handler-context.js';
 import { LostClaims } from './lost-claims.js';
 import { stepsOnPglite } from './messages.js';
 import { runInTransaction, runPlain } from './run-handler.js';
@@ -60,22 +61,24 @@ export function createExecutor(settings: ExecutorSettings): Execute {
       attempt: row.attempt,
       input,
     };
-    const handlerContext = (db: Queryable | undefined): HandlerContext => ({
-      tool: name,
-      tenant,
-      key: context.key,
-      user: context.user,
-      toolCallId: context.toolCallId,
-      attempt: row.attempt,
-      jobId: row.job_id ?? undefined,
-      // A getter, so the signal is made only for a handler that reads it (own and enumerable, as before).
-      get signal() {
-        return lease.signal;
-      },
-      db,
-      renewLease: lease.renew,
-      step,
-    });
+    // The signal is made only for a handler that reads it (see callHandlerContext).
+    const signalOf = () => lease.signal;
+    const handlerContext = (db: Queryable | undefined): HandlerContext =>
+      callHandlerContext(
+        {
+          tool: name,
+          tenant,
+          key: context.key,
+          user: context.user,
+          toolCallId: context.toolCallId,
+          attempt: row.attempt,
+          jobId: row.job_id ?? undefined,
+          db,
+          renewLease: lease.renew,
+          step,
+        },
+        signalOf,
+      );
 
     scope.handlerStarted();
     try {

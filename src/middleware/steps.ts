@@ -8,6 +8,7 @@ import type { RunFence } from '../ledger/fence.js';
 import type { StepRecord } from '../ledger/run-row.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { toStoredError } from './failures.js';
+import { callStepContext } from './handler-context.js';
 import {
   stepLeaseLost,
   stepNameInvalid,
@@ -192,15 +193,7 @@ export class StepRunner {
   #context(name: string): StepContext {
     const { tenant, tool, key, fence } = this.#s;
     const token = this.#token!;
-    const signal = this.#s.signal;
-    return {
-      name,
-      key: providerKey(tenant, tool, key, name, token),
-      attempt: fence.attempt,
-      get signal() {
-        return signal();
-      },
-    };
+    return callStepContext(name, providerKey(tenant, tool, key, name, token), fence.attempt, this.#s.signal);
   }
 
   async #run(
