@@ -40,7 +40,11 @@ interface Entry {
   readonly spanId: string | null;
   readonly status: RunStatus;
   readonly final: boolean;
-  readonly completedAt: Date | null;
+  /**
+   * Milliseconds since the epoch, not the `Date`: a `Date` is one of the larger objects an entry would keep for its
+   * 10,000 calls in the old generation, and each hit gets a fresh one, as a database read would give.
+   */
+  readonly completedAtMs: number | null;
   /** The result (or stored error) as JSON text: each hit parses a fresh copy, as a database read would. */
   readonly resultText: string | null;
   readonly errorText: string | null;
@@ -57,7 +61,9 @@ interface Entry {
 const ENTRY_OVERHEAD_BYTES = 1200;
 
 export function cacheKey(tenant: string, tool: string, key: string): string {
-  return `${tenant}\u0000${tool}\u0000${key}`;
+  // Joined rather than concatenated: `join` makes one flat string, where `+` and templates make a tree of parts
+  // that the map flattens into a second string on its first lookup, and an entry then keeps both.
+  return [tenant, tool, key].join('\u0000');
 }
 
 /** A run this process claimed, kept until its completion fills the cache from it (see `ResultCache.claimed`). */
@@ -135,7 +141,7 @@ export class ResultCache {
       spanId: row.span_id,
       status,
       final,
-      completedAt: written ? written.completedAt : row.completed_at,
+      completedAtMs: (written ? written.completedAt : row.completed_at)?.getTime() ?? null,
       resultText: text,
       errorText,
       deadline: sentAt + remainingMs,
@@ -248,7 +254,7 @@ export class ResultCache {
       lapsed: false,
       trace_id: entry.traceId,
       span_id: entry.spanId,
-      completed_at: entry.completedAt,
+      completed_at: entry.completedAtMs === null ? null : new Date(entry.completedAtMs),
       expires_in_ms: entry.deadline - now,
       lease_live: false,
       takeover_due: false,

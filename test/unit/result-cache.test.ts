@@ -52,6 +52,20 @@ describe('replay cache', () => {
     });
   });
 
+  it('gives each replay its own completion time, equal to the one remembered', () => {
+    const cache = new ResultCache(limits);
+    cache.remember(k(), row(), performance.now());
+    const first = cache.replay(k(), null, 'h', RUN_KEY)!.completed_at!;
+    first.setTime(0);
+    const second = cache.replay(k(), null, 'h', RUN_KEY)!.completed_at!;
+    expect(second).not.toBe(first);
+    expect(second.getTime()).toBe(dbNow.getTime());
+  });
+
+  it('keys a run by its tenant, tool and key joined with NUL, which none of them may hold', () => {
+    expect(cacheKey('t', 'tool', 'k')).toBe('t\u0000tool\u0000k');
+  });
+
   it('leaves other parameters, another user, another tenant or tool to the database', () => {
     const cache = new ResultCache(limits);
     cache.remember(k(), row({ user_id: 'u1' }), performance.now());
