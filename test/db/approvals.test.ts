@@ -212,10 +212,11 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
     await ledger.approve({ ...target('wait-ok'), by: 'ops' });
     // 'approved', not APPROVAL_REQUIRED: the decision reached the waiting call within its budget (no timing asserted).
     expect(await waiting).toMatchObject({ outcome: 'approved', value: { refunded: 500 } });
-    const declined = tool.invoke(args, ctx('wait-no'));
+    // Caught from the start: the waiting call may hear the decline and reject before `decline()` itself returns.
+    const declined = rejection(tool.invoke(args, ctx('wait-no')));
     await sleep(300);
     await ledger.decline({ ...target('wait-no'), by: 'ops', reason: 'fraud' });
-    expect((await rejection(declined)).code).toBe('APPROVAL_DECLINED');
+    expect((await declined).code).toBe('APPROVAL_DECLINED');
     expect(runs).toHaveLength(1);
   });
 
