@@ -17,7 +17,7 @@ import {
   renewLeaseSql,
   startStepSql,
 } from './sql/runs.js';
-import { completeCallSql, insertRunCallSql } from './sql/server-functions.js';
+import { completeTimesCallSql, insertRunIdCallSql } from './sql/server-functions.js';
 
 /**
  * A fenced write, by key; in the partitioned layout also in the claimed row's partition only, which is tried first
@@ -112,6 +112,23 @@ function fencedWrites(schema: string, partitioned: boolean) {
   };
 }
 
+/** A completion's parameters, in the order `completeSql` and its server functions number them. */
+function completionParams(completion: Completion, errorText: string | null, channel: string): unknown[] {
+  return [
+    completion.runKey.tenant,
+    completion.runKey.tool,
+    completion.runKey.key,
+    completion.attempt,
+    completion.leaseOwner,
+    completion.status,
+    completion.final,
+    completion.resultJson,
+    errorText,
+    completion.ttlSeconds,
+    channel,
+  ];
+}
+
 /** The one-statement completion of the table and partitioned layouts (`completeSql`), which notifies itself. */
 async function completeFenced(
   db: Queryable,
@@ -123,22 +140,50 @@ async function completeFenced(
   const rows = await writeFenced<Completed>(
     db,
     statement,
-    [
-      completion.runKey.tenant,
-      completion.runKey.tool,
-      completion.runKey.key,
-      completion.attempt,
-      completion.leaseOwner,
-      completion.status,
-      completion.final,
-      completion.resultJson,
-      errorText,
-      completion.ttlSeconds,
-      channel,
-    ],
+    completionParams(completion, errorText, channel),
     completion,
   );
   return rows[0];
+}
+
+/** A first execution's insert and completion in the table layout, sent one of two ways (see `tableLayout`). */
+interface FirstExecution {
+  /** The new run's id, or undefined when the key exists. */
+  insert(db: Queryable, request: ClaimFields): Promise<string | undefined>;
+  complete(
+    db: Queryable,
+    completion: Completion,
+    errorText: string | null,
+    channel: string,
+  ): Promise<Completed | undefined>;
+}
+
+/** The statements themselves, for a driver that names them (Postgres plans each once per connection). */
+function firstExecutionStatements(schema: string): FirstExecution {
+  const insert = insertRunSql(schema);
+  const completion = fencedOf(schema, false, completeSql);
+  return {
+    insert: async (db, request) =>
+      (await db.query<{ id: string }>(insert, insertRunParams(request))).rows[0]?.id,
+    complete: (db, done, errorText, channel) => completeFenced(db, completion, done, errorText, channel),
+  };
+}
+
+/** Migration 14's scalar server functions, for a driver whose statements are planned on every call. */
+function firstExecutionFunctions(schema: string): FirstExecution {
+  const insert = insertRunIdCallSql(schema);
+  const completion = completeTimesCallSql(schema);
+  return {
+    async insert(db, request) {
+      const { rows } = await db.query<{ id: string | null }>(insert, insertRunParams(request));
+      return rows[0]?.id ?? undefined;
+    },
+    async complete(db, done, errorText, channel) {
+      const params = completionParams(done, errorText, channel);
+      const times = (await db.query<{ times: number[] | null }>(completion, params)).rows[0]?.times;
+      return times ? { completed_at_ms: times[0]!, expires_in_ms: times[1]! } : undefined;
+    },
+  };
 }
 
 /** The claim statement's rows, and what they say of the key for `path` unless the insert already told it. */
@@ -161,11 +206,8 @@ async function claimRows(
  */
 function tableLayout(schema: string, plansEveryStatement: () => boolean): LayoutStatements {
   const writes = fencedWrites(schema, false);
-  const statements = { insert: insertRunSql(schema), completion: fencedOf(schema, false, completeSql) };
-  const functions = {
-    insert: insertRunCallSql(schema),
-    completion: { byKey: completeCallSql(schema), inPartition: undefined },
-  };
+  const statements = firstExecutionStatements(schema);
+  const functions = firstExecutionFunctions(schema);
   const hotPath = () => (plansEveryStatement() ? functions : statements);
   const claim = claimSql(schema);
   return Object.freeze({
@@ -175,14 +217,14 @@ function tableLayout(schema: string, plansEveryStatement: () => boolean): Layout
     async claim(db: Queryable, path: ClaimPath, request: ClaimFields): Promise<ClaimStep> {
       const triedInsert = path.insertFirst;
       if (triedInsert) {
-        const inserted = (await db.query<{ id: string }>(hotPath().insert, insertRunParams(request))).rows;
-        path.found(inserted.length === 0);
-        if (inserted[0]) return { kind: 'fresh', id: inserted[0].id };
+        const id = await hotPath().insert(db, request);
+        path.found(id === undefined);
+        if (id !== undefined) return { kind: 'fresh', id };
       }
       return claimRows(db, path, claim, request, triedInsert);
     },
     complete: (db: Queryable, completion: Completion, errorText: string | null, channel: string) =>
-      completeFenced(db, hotPath().completion, completion, errorText, channel),
+      hotPath().complete(db, completion, errorText, channel),
   });
 }
 

@@ -1,6 +1,6 @@
 import { auditTableDdl } from './audit/tables.js';
 import { forgottenTable, quoteIdent, resolvedTable, runsTable, settingsTable } from './sql/names.js';
-import { serverFunctionsSql } from './sql/server-functions.js';
+import { scalarServerFunctionsSql, serverFunctionsSql } from './sql/server-functions.js';
 
 export interface Migration {
   readonly version: number;
@@ -228,6 +228,15 @@ ${auditTableDdl(schema)}`;
     // PostgreSQL 14 and later (purge-sweep.ts), and its whole-table batches (PostgreSQL 13, Citus shards) take
     // the same rows with a scan. The partitioned layout never had it. Processes of version 12 run unchanged.
     up: (schema) => `DROP INDEX IF EXISTS ${quoteIdent(schema)}.tool_runs_expires_idx`,
+  },
+  {
+    version: 14,
+    name: 'tool_runs_scalar_server_functions',
+    // Migration 12's statements again, as functions answering a scalar called in the select list: a function
+    // returning a table goes through a function scan and a result set built row by row on every call, about a tenth
+    // of the pair's server time (sql/server-functions.ts). Functions only: processes of versions 12 and 13 go on
+    // calling migration 12's, which stay.
+    up: (schema) => scalarServerFunctionsSql(schema),
   },
 ];
 

@@ -5,12 +5,17 @@ import { createLedger, type LedgerOptions } from '../../src/index.js';
 import { insertRunSql } from '../../src/ledger/sql/claim.js';
 import { insertRunParams } from '../../src/ledger/sql/claim-fields.js';
 import { completeSql } from '../../src/ledger/sql/runs.js';
-import { completeCallSql, insertRunCallSql } from '../../src/ledger/sql/server-functions.js';
+import {
+  completeCallSql,
+  completeTimesCallSql,
+  insertRunCallSql,
+  insertRunIdCallSql,
+} from '../../src/ledger/sql/server-functions.js';
 import { databaseUrl, ownSchemas } from '../support/db.js';
 
-// Migration 12's server functions (src/ledger/sql/server-functions.ts): the table layout sends them when its
+// The server functions (src/ledger/sql/server-functions.ts): the table layout sends migration 14's when its
 // statements go unnamed (preparedStatements: false here; behind PgBouncer, test/db/pgbouncer.test.ts runs them),
-// and each answers as its statement does.
+// and each answers as its statement does; migration 12's, which processes of versions 12 and 13 call, still do.
 
 const { admin, fresh } = ownSchemas('server_fn');
 // The ledger's own connections count their function calls (a superuser setting, per connection).
@@ -88,11 +93,13 @@ describe('server functions for unnamed statements', () => {
       await ledger.close();
       await listener.end();
     }
-    const calls = await functionCalls(schema, (c) => (c.tool_ledger_complete_run ?? 0) >= 1);
-    expect(calls.tool_ledger_insert_run).toBeGreaterThanOrEqual(1);
+    const calls = await functionCalls(schema, (c) => (c.tool_ledger_complete_run_times ?? 0) >= 1);
+    expect(calls.tool_ledger_insert_run_id).toBeGreaterThanOrEqual(1);
     // One completion, or two: a duplicate that finds this process still saving the result saves it too (fenced,
     // so only one of the two writes the row; see BackgroundSaves). Either way through the function.
-    expect(calls.tool_ledger_complete_run).toBeGreaterThanOrEqual(1);
+    expect(calls.tool_ledger_complete_run_times).toBeGreaterThanOrEqual(1);
+    expect(calls.tool_ledger_insert_run).toBeUndefined();
+    expect(calls.tool_ledger_complete_run).toBeUndefined();
   });
 
   it('named statements (the default) send the statements themselves', async () => {
@@ -108,7 +115,7 @@ describe('server functions for unnamed statements', () => {
     expect(await functionCalls(schema, () => true)).toEqual({});
   });
 
-  it('answer as their statements do: a fresh key, a taken key, a completion, a fenced-out one', async () => {
+  it('answer as their statements do (migrations 12 and 14): a fresh key, a taken key, a completion, a fenced-out one', async () => {
     const schema = fresh();
     const setup = await createLedger({ connectionString: databaseUrl(), schema, telemetry: false });
     await setup.close();
@@ -127,7 +134,7 @@ describe('server functions for unnamed statements', () => {
       allowLeaseTakeover: true,
       wouldWait: false,
     };
-    // Each form in a transaction rolled back, so both meet the same row.
+    // Each form in a transaction rolled back, so all meet the same row.
     const client = await admin.connect();
     const rolledBack = async (text: string, params: unknown[]) => {
       await client.query('BEGIN');
@@ -137,17 +144,35 @@ describe('server functions for unnamed statements', () => {
         await client.query('ROLLBACK');
       }
     };
-    const both = async (statement: string, call: string, params: unknown[]) => ({
+    // Migration 14's scalars, in the rows the statement would give: none for NULL.
+    const scalarInsert = async (params: unknown[]) =>
+      (await rolledBack(insertRunIdCallSql(schema), params)).filter((row) => row.id !== null);
+    const scalarCompletion = async (params: unknown[]) =>
+      (await rolledBack(completeTimesCallSql(schema), params))
+        .filter((row) => row.times !== null)
+        .map(({ times }) => ({ completed_at_ms: times[0], expires_in_ms: times[1] }));
+    const all = async (
+      statement: string,
+      call: string,
+      scalar: (params: unknown[]) => Promise<unknown[]>,
+      params: unknown[],
+    ) => ({
       viaStatement: await rolledBack(statement, params),
       viaFunction: await rolledBack(call, params),
+      viaScalar: await scalar(params),
     });
-    const fresh1 = await both(insertRunSql(schema), insertRunCallSql(schema), insertRunParams(fields));
-    expect(fresh1.viaStatement).toEqual([{ id: expect.any(String) }]);
-    expect(fresh1.viaFunction).toEqual([{ id: expect.any(String) }]);
+    const insertAll = (params: unknown[]) =>
+      all(insertRunSql(schema), insertRunCallSql(schema), scalarInsert, params);
+    const fresh1 = await insertAll(insertRunParams(fields));
+    expect(fresh1).toEqual({
+      viaStatement: [{ id: expect.any(String) }],
+      viaFunction: [{ id: expect.any(String) }],
+      viaScalar: [{ id: expect.any(String) }],
+    });
 
     await admin.query(insertRunSql(schema), insertRunParams(fields));
-    const taken = await both(insertRunSql(schema), insertRunCallSql(schema), insertRunParams(fields));
-    expect(taken).toEqual({ viaStatement: [], viaFunction: [] });
+    const taken = await insertAll(insertRunParams(fields));
+    expect(taken).toEqual({ viaStatement: [], viaFunction: [], viaScalar: [] });
 
     const completion = (owner: string) => [
       'acme',
@@ -162,15 +187,16 @@ describe('server functions for unnamed statements', () => {
       3600,
       'c',
     ];
-    const done = await both(completeSql(schema), completeCallSql(schema), completion('owner-1'));
-    expect(done.viaStatement).toHaveLength(1);
-    expect(done.viaFunction).toHaveLength(1);
-    for (const row of [...done.viaStatement, ...done.viaFunction]) {
-      expect(row.completed_at_ms).toEqual(expect.any(Number));
-      expect(row.expires_in_ms).toBeGreaterThan(3_500_000);
+    const completeAll = (params: unknown[]) =>
+      all(completeSql(schema), completeCallSql(schema), scalarCompletion, params);
+    const done = await completeAll(completion('owner-1'));
+    for (const rows of [done.viaStatement, done.viaFunction, done.viaScalar]) {
+      expect(rows).toHaveLength(1);
+      expect(rows[0].completed_at_ms).toEqual(expect.any(Number));
+      expect(rows[0].expires_in_ms).toBeGreaterThan(3_500_000);
     }
-    const fencedOut = await both(completeSql(schema), completeCallSql(schema), completion('owner-2'));
-    expect(fencedOut).toEqual({ viaStatement: [], viaFunction: [] });
+    const fencedOut = await completeAll(completion('owner-2'));
+    expect(fencedOut).toEqual({ viaStatement: [], viaFunction: [], viaScalar: [] });
     client.release();
   });
 });
