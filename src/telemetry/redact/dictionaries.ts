@@ -67,3 +67,8 @@ export function dictionaries(): Dictionaries {
   loaded = { isName: (lower) => names.has(lower), isWord: words };
   return loaded;
 }
+
+/** Whether this process has loaded them yet (the redactor loads them at its first judged word). */
+export function dictionariesLoaded(): boolean {
+  return loaded !== undefined;
+}

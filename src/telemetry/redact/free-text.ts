@@ -1,7 +1,7 @@
 import { setNamePartCheck } from './contextual-detectors.js';
 import { type Finding, LABEL } from './detector.js';
 import { DETECTORS } from './detectors.js';
-import { type Dictionaries, dictionaries } from './dictionaries.js';
+import { dictionaries } from './dictionaries.js';
 import { detectionView } from './normalize.js';
 import { DEFAULT_ALLOWED_WORDS, judgeWord, type WordVerdict } from './words.js';
 
@@ -68,14 +68,18 @@ export function truncate(text: string, max: number): { text: string; truncated: 
 
 type Judge = (word: string, sentenceStart: boolean) => WordVerdict;
 
-/** Verdicts of recent words remembered: prose repeats its words, and a lookup is two dictionary searches. */
-function cachedJudge(dicts: Dictionaries, allowed: ReadonlySet<string>): Judge {
+/**
+ * Verdicts of recent words remembered: prose repeats its words, and a lookup is two dictionary searches. The
+ * dictionaries load at the first word judged, not when the redactor is made: a ledger whose calls no SDK observes
+ * never scrubs, and so never holds them (about 5 MiB resident, and their reading at start).
+ */
+function cachedJudge(allowed: ReadonlySet<string>): Judge {
   const cache = new Map<string, WordVerdict>();
   return (word, sentenceStart) => {
     const key = sentenceStart ? `^${word}` : word;
     let verdict = cache.get(key);
     if (verdict === undefined) {
-      verdict = judgeWord(word, sentenceStart, dicts, allowed);
+      verdict = judgeWord(word, sentenceStart, dictionaries(), allowed);
       if (cache.size >= 10_000) cache.clear();
       cache.set(key, verdict);
     }
@@ -97,11 +101,10 @@ function nameParts(judge: Judge): (text: string) => boolean {
  * and non-ASCII digits mapped, and each span of text is decided once.
  */
 export function createFreeTextRedactor(options: FreeTextOptions = {}): (text: string) => string {
-  const dicts = dictionaries();
   const allowed = new Set(
     [...DEFAULT_ALLOWED_WORDS, ...(options.allowWords ?? [])].map((w) => w.toLowerCase()),
   );
-  const judge = cachedJudge(dicts, allowed);
+  const judge = cachedJudge(allowed);
   const hasNamePart = nameParts(judge);
   setNamePartCheck(hasNamePart);
   const preserve = (options.preserve ?? []).map(
