@@ -17,7 +17,7 @@ import {
   renewLeaseSql,
   startStepSql,
 } from './sql/runs.js';
-import { completeTimesCallSql, insertRunIdCallSql } from './sql/server-functions.js';
+import { completedFromTimes, completeTimesCallSql, insertRunIdCallSql } from './sql/server-functions.js';
 
 /**
  * A fenced write, by key; in the partitioned layout also in the claimed row's partition only, which is tried first
@@ -180,8 +180,9 @@ function firstExecutionFunctions(schema: string): FirstExecution {
     },
     async complete(db, done, errorText, channel) {
       const params = completionParams(done, errorText, channel);
-      const times = (await db.query<{ times: number[] | null }>(completion, params)).rows[0]?.times;
-      return times ? { completed_at_ms: times[0]!, expires_in_ms: times[1]! } : undefined;
+      return completedFromTimes(
+        (await db.query<{ times: number[] | null }>(completion, params)).rows[0]?.times,
+      );
     },
   };
 }

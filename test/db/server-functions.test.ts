@@ -7,6 +7,7 @@ import { insertRunParams } from '../../src/ledger/sql/claim-fields.js';
 import { completeSql } from '../../src/ledger/sql/runs.js';
 import {
   completeCallSql,
+  completedFromTimes,
   completeTimesCallSql,
   insertRunCallSql,
   insertRunIdCallSql,
@@ -148,9 +149,9 @@ describe('server functions for unnamed statements', () => {
     const scalarInsert = async (params: unknown[]) =>
       (await rolledBack(insertRunIdCallSql(schema), params)).filter((row) => row.id !== null);
     const scalarCompletion = async (params: unknown[]) =>
-      (await rolledBack(completeTimesCallSql(schema), params))
-        .filter((row) => row.times !== null)
-        .map(({ times }) => ({ completed_at_ms: times[0], expires_in_ms: times[1] }));
+      (await rolledBack(completeTimesCallSql(schema), params)).flatMap(
+        (row) => completedFromTimes(row.times) ?? [],
+      );
     const all = async (
       statement: string,
       call: string,

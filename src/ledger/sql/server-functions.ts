@@ -1,3 +1,4 @@
+import type { Completed } from '../run-row.js';
 import { insertRunSql } from './claim.js';
 import { FRESH_RUN_PARAMETER_TYPES } from './claim-fields.js';
 import { quoteIdent, runsTable } from './names.js';
@@ -73,6 +74,11 @@ export function insertRunIdCallSql(schema: string): string {
 /** `completeSql` (by key) through migration 14's function: the same parameters; `times` NULL when fenced out. */
 export function completeTimesCallSql(schema: string): string {
   return `SELECT ${fn(schema, COMPLETE_RUN_TIMES)}(${call(COMPLETION_PARAMETER_TYPES)}) AS times`;
+}
+
+/** `completeTimesCallSql`'s `times`, in the order the function builds its array, as `completeSql`'s row. */
+export function completedFromTimes(times: readonly number[] | null | undefined): Completed | undefined {
+  return times ? { completed_at_ms: times[0]!, expires_in_ms: times[1]! } : undefined;
 }
 
 /** `insertRunSql` through migration 12's function: the same parameters (`insertRunParams`), no row when the key exists. */
