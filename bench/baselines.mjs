@@ -1,13 +1,15 @@
 // What a user weighs tool-ledger against. The hand-written version: a table of its own, INSERT … ON CONFLICT DO
 // NOTHING RETURNING, then an UPDATE with the result; a replay is that insert missing, then a SELECT. No NOTIFY,
-// no leases, a pool with one connection per concurrent caller. The same-SQL version runs tool-ledger's own claim
-// and complete statements through a plain pool, which measures the driver rather than the design.
-import { createHash, randomUUID } from 'node:crypto';
+// no leases, a pool with one connection per concurrent caller. The same-SQL version sends tool-ledger's own
+// statements for a first execution (insert, completion; the claim for a taken key) through a plain pool, named as
+// its driver sends them, so the gap between it and tool-ledger is the library's code rather than its SQL.
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { createLedger } from '../dist/index.js';
-import { claimSql } from '../dist/ledger/sql/claim.js';
-import { claimParams } from '../dist/ledger/sql/claim-fields.js';
-import { completeSql } from '../dist/ledger/sql/runs.js';
+import { newLeaseOwner } from '../dist/ledger/fence.js';
+import { claimSql, insertRunSql } from '../dist/ledger/sql/claim.js';
+import { claimParams, insertRunParams } from '../dist/ledger/sql/claim-fields.js';
+import { completeSql, completionParams } from '../dist/ledger/sql/runs.js';
 
 export const BENCH_INPUT = {
   customerId: 'cus_42',
@@ -92,44 +94,49 @@ export async function sameSql(url, schema, { concurrency }) {
   const setup = await createLedger({ connectionString: url, schema, telemetry: false });
   await setup.close();
   const pool = new pg.Pool({ connectionString: url, max: concurrency });
-  const claim = claimSql(schema);
-  const complete = completeSql(schema);
+  // What the table layout sends for a first execution on pg, named as its driver names them: the bare insert, then
+  // the fenced completion; a key the insert finds taken goes through the claim, whose row holds the result.
+  const insert = { name: 'same_insert', text: insertRunSql(schema) };
+  const claim = { name: 'same_claim', text: claimSql(schema) };
+  const complete = { name: 'same_complete', text: completeSql(schema) };
   const hash = 'f'.repeat(64);
   let n = 0;
   const call = async (key) => {
-    const owner = randomUUID();
-    const { rows } = await pool.query(
-      claim,
-      claimParams({
-        tenant: 'bench',
-        tool: 'create_invoice',
-        key,
-        user: undefined,
-        paramsHash: hash,
-        leaseOwner: owner,
-        leaseSeconds: 30,
-        ttlSeconds: 86400,
-        traceId: undefined,
-        spanId: undefined,
-        jobId: undefined,
-        allowLeaseTakeover: true,
-        wouldWait: true,
-      }),
-    );
-    const row = rows[0];
-    if (row.claim === 'existing') return row.result_json;
+    const fields = {
+      tenant: 'bench',
+      tool: 'create_invoice',
+      key,
+      user: undefined,
+      paramsHash: hash,
+      leaseOwner: newLeaseOwner(),
+      leaseSeconds: 30,
+      ttlSeconds: 86400,
+      traceId: undefined,
+      spanId: undefined,
+      jobId: undefined,
+      allowLeaseTakeover: true,
+      wouldWait: true,
+    };
+    const inserted = await pool.query({ ...insert, values: insertRunParams(fields) });
+    if (inserted.rows.length === 0) {
+      const { rows } = await pool.query({ ...claim, values: claimParams(fields) });
+      return rows[0].result_json;
+    }
     const value = benchResult(n++);
-    await pool.query(complete, [
-      row.id,
-      row.attempt,
-      owner,
-      'succeeded',
-      false,
-      JSON.stringify(value),
-      null,
-      86400,
-      'tool_ledger_bench',
-    ]);
+    const completion = {
+      runKey: { tenant: fields.tenant, tool: fields.tool, key },
+      attempt: 1,
+      leaseOwner: fields.leaseOwner,
+      status: 'succeeded',
+      final: false,
+      resultJson: JSON.stringify(value),
+      ttlSeconds: fields.ttlSeconds,
+    };
+    const { rows } = await pool.query({
+      ...complete,
+      values: completionParams(completion, null, 'tool_ledger_bench'),
+    });
+    if (rows.length !== 1) throw new Error(`the same-SQL completion of ${key} was fenced out`);
     return value;
   };
   return {

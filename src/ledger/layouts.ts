@@ -10,6 +10,7 @@ import { claimSql, insertRunSql } from './sql/claim.js';
 import { type ClaimFields, claimParams, insertRunParams } from './sql/claim-fields.js';
 import {
   completeSql,
+  completionParams,
   type FenceScope,
   findJobSql,
   finishStepSql,
@@ -110,23 +111,6 @@ function fencedWrites(schema: string, partitioned: boolean) {
     conflict: recordConflictSql(schema),
     findJob: findJobSql(schema),
   };
-}
-
-/** A completion's parameters, in the order `completeSql` and its server functions number them. */
-function completionParams(completion: Completion, errorText: string | null, channel: string): unknown[] {
-  return [
-    completion.runKey.tenant,
-    completion.runKey.tool,
-    completion.runKey.key,
-    completion.attempt,
-    completion.leaseOwner,
-    completion.status,
-    completion.final,
-    completion.resultJson,
-    errorText,
-    completion.ttlSeconds,
-    channel,
-  ];
 }
 
 /** The one-statement completion of the table and partitioned layouts (`completeSql`), which notifies itself. */

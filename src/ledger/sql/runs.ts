@@ -1,3 +1,4 @@
+import type { Completion } from '../fence.js';
 import { epochMs, msUntil, RUN_COLUMNS } from './columns.js';
 import { runsTable } from './names.js';
 
@@ -44,6 +45,27 @@ export const COMPLETION_PARAMETER_TYPES = Object.freeze([
   'float8',
   'text',
 ] as const);
+
+/** A completion's parameters, in the order `completeSql` and its server functions number them ($1 to $11). */
+export function completionParams(
+  completion: Completion,
+  errorText: string | null,
+  channel: string,
+): unknown[] {
+  return [
+    completion.runKey.tenant,
+    completion.runKey.tool,
+    completion.runKey.key,
+    completion.attempt,
+    completion.leaseOwner,
+    completion.status,
+    completion.final,
+    completion.resultJson,
+    errorText,
+    completion.ttlSeconds,
+    channel,
+  ];
+}
 
 /**
  * The fenced completion: only the current owner of the current attempt can finish a run, and finishing wakes
