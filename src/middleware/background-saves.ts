@@ -2,6 +2,7 @@ import type { Completion } from '../ledger/fence.js';
 import { cacheKey } from '../ledger/result-cache.js';
 import type { LedgerStore, OperationTimer } from '../ledger/store.js';
 import { retryWrite } from './retry-write.js';
+import { KeyedSlots } from './slots.js';
 
 /** How long an outcome whose completion failed is kept and retried. */
 const KEEP_MS = 10 * 60_000;
@@ -77,9 +78,10 @@ export class BackgroundSaves {
   readonly #entries: Entry[] = [];
   /**
    * Completions whose first save is under way, by call key. While one is, this process holds a finished result
-   * for that key: a retry from here saves it rather than claiming (and maybe running the handler again).
+   * for that key: a retry from here saves it rather than claiming (and maybe running the handler again). Not a
+   * `Map`: every first execution adds and removes one (slots.ts).
    */
-  readonly #inFlight = new Map<string, Completion>();
+  readonly #inFlight = new KeyedSlots<Completion>();
   /** Completions a retry saved while their own first save was still stuck, by `id:attempt`, with when. */
   readonly #savedForThem = new Map<string, Date>();
   /**

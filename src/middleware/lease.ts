@@ -1,6 +1,7 @@
 import type { RunFence } from '../ledger/fence.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { leaseNotRenewed, leaseTakenOver } from './messages.js';
+import { addToSlots, removeFromSlots, type Slotted } from './slots.js';
 
 export interface HeldLease {
   readonly signal: AbortSignal;
@@ -12,7 +13,9 @@ export interface HeldLease {
 const MIN_TICK_MS = 10;
 
 /** One lease a running handler holds. */
-class Lease implements HeldLease {
+class Lease implements HeldLease, Slotted {
+  /** Its index among the keeper's held leases (slots.ts). */
+  slot = -1;
   // Most handlers never look at their signal, so the controller (about 6 µs to make) is only made when one does,
   // or when it must abort.
   #controller: AbortController | undefined;
@@ -86,13 +89,14 @@ class Lease implements HeldLease {
  * handler's signal aborts with `LEASE_LOST`; when the ledger closes, every held lease's signal aborts.
  */
 export class LeaseKeeper {
-  readonly #held = new Set<Lease>();
+  /** A slot list, not a `Set`: one is added and removed on every call (slots.ts). */
+  readonly #held: Lease[] = [];
   #timer: NodeJS.Timeout | undefined;
   #tickMs = Number.POSITIVE_INFINITY;
 
   hold(store: LedgerStore, run: RunFence, leaseSeconds: number): HeldLease {
     const lease = new Lease(this, store, run, leaseSeconds);
-    this.#held.add(lease);
+    addToSlots(this.#held, lease);
     // A sixth of the shortest lease: a renewal is due a third of a lease after the last, and goes out within a tick.
     const tickMs = Math.max(MIN_TICK_MS, (leaseSeconds * 1000) / 6);
     if (tickMs < this.#tickMs) this.#restart(tickMs);
@@ -100,12 +104,13 @@ export class LeaseKeeper {
   }
 
   release(lease: Lease): void {
-    this.#held.delete(lease);
+    removeFromSlots(this.#held, lease);
   }
 
   /** Aborts every held lease's signal, for a ledger that closed before its handlers finished. */
   abortAll(reason: unknown): void {
-    for (const lease of this.#held) lease.abort(reason);
+    // A copy: an abort's listeners may end their handler, and a release moves leases within the list.
+    for (const lease of this.#held.slice()) lease.abort(reason);
   }
 
   stop(): void {
@@ -125,7 +130,7 @@ export class LeaseKeeper {
 
   #tick(): void {
     const now = performance.now();
-    for (const lease of this.#held) {
+    for (const lease of this.#held.slice()) {
       if (lease.renewing || lease.aborted) continue;
       if (now - lease.triedAt >= (lease.leaseSeconds * 1000) / 3) lease.renewInBackground(now);
     }
