@@ -1,3 +1,4 @@
+import { KeyedSlots } from '../contract/slots.js';
 import type { ClaimRow, RunKey, RunRow, RunStatus } from './run-row.js';
 
 /**
@@ -75,8 +76,11 @@ export interface ClaimedRun {
 export class ResultCache {
   readonly #limits: ResultCacheLimits;
   readonly #entries = new Map<string, Entry>();
-  /** Claims this process won and has not completed yet (by run id), so a completion can fill the cache from them. */
-  readonly #claimed = new Map<string, ClaimedRun>();
+  /**
+   * Claims this process won and has not completed yet (by run id), so a completion can fill the cache from them.
+   * Not a `Map`: every first execution adds and removes one (contract/slots.ts).
+   */
+  readonly #claimed = new KeyedSlots<ClaimedRun>();
   // A linked list rather than the Map's own order: evicting through a Map iterator walks every slot deletes left
   // behind at its front, which measured 13 µs per completion with 10,000 entries.
   #oldest: Entry | undefined;
@@ -171,8 +175,7 @@ export class ResultCache {
     if (!this.enabled) return row;
     this.#claimed.set(row.id, { key, row });
     // Bounded like the cache: a claim whose completion never comes (a crash of its handler's save) ages out.
-    if (this.#claimed.size > this.#limits.maxEntries)
-      this.#claimed.delete(this.#claimed.keys().next().value!);
+    if (this.#claimed.size > this.#limits.maxEntries) this.#claimed.deleteAny();
     return row;
   }
 

@@ -1,8 +1,8 @@
+import { KeyedSlots } from '../contract/slots.js';
 import type { Completion } from '../ledger/fence.js';
 import { cacheKey } from '../ledger/result-cache.js';
 import type { LedgerStore, OperationTimer } from '../ledger/store.js';
 import { retryWrite } from './retry-write.js';
-import { KeyedSlots } from './slots.js';
 
 /** How long an outcome whose completion failed is kept and retried. */
 const KEEP_MS = 10 * 60_000;
@@ -79,7 +79,7 @@ export class BackgroundSaves {
   /**
    * Completions whose first save is under way, by call key. While one is, this process holds a finished result
    * for that key: a retry from here saves it rather than claiming (and maybe running the handler again). Not a
-   * `Map`: every first execution adds and removes one (slots.ts).
+   * `Map`: every first execution adds and removes one (contract/slots.ts).
    */
   readonly #inFlight = new KeyedSlots<Completion>();
   /** Completions a retry saved while their own first save was still stuck, by `id:attempt`, with when. */

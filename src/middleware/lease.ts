@@ -1,7 +1,7 @@
+import { addToSlots, removeFromSlots, type Slotted } from '../contract/slots.js';
 import type { RunFence } from '../ledger/fence.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { leaseNotRenewed, leaseTakenOver } from './messages.js';
-import { addToSlots, removeFromSlots, type Slotted } from './slots.js';
 
 export interface HeldLease {
   readonly signal: AbortSignal;
@@ -14,7 +14,7 @@ const MIN_TICK_MS = 10;
 
 /** One lease a running handler holds. */
 class Lease implements HeldLease, Slotted {
-  /** Its index among the keeper's held leases (slots.ts). */
+  /** Its index among the keeper's held leases (contract/slots.ts). */
   slot = -1;
   // Most handlers never look at their signal, so the controller (about 6 µs to make) is only made when one does,
   // or when it must abort.
@@ -89,7 +89,7 @@ class Lease implements HeldLease, Slotted {
  * handler's signal aborts with `LEASE_LOST`; when the ledger closes, every held lease's signal aborts.
  */
 export class LeaseKeeper {
-  /** A slot list, not a `Set`: one is added and removed on every call (slots.ts). */
+  /** A slot list, not a `Set`: one is added and removed on every call (contract/slots.ts). */
   readonly #held: Lease[] = [];
   #timer: NodeJS.Timeout | undefined;
   #tickMs = Number.POSITIVE_INFINITY;

@@ -13,7 +13,7 @@ import { HeldSteps } from './steps.js';
 export class LedgerRuntime {
   /**
    * Calls and background work in flight, counted rather than kept: a long-lived `Set` with an add and a delete per
-   * call made V8 keep each call's promise, and all it reached, into the old generation (slots.ts).
+   * call made V8 keep each call's promise, and all it reached, into the old generation (contract/slots.ts).
    */
   #inFlight = 0;
   /** What waits for the count to reach zero (`drain`). */

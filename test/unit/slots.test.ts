@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { addToSlots, KeyedSlots, removeFromSlots, type Slotted } from '../../src/middleware/slots.js';
+import { addToSlots, KeyedSlots, removeFromSlots, type Slotted } from '../../src/contract/slots.js';
 
-// The slot lists the leases and the first saves in flight live in (src/middleware/slots.ts), checked against the
+// The slot lists the leases, the first saves in flight and the claimed runs live in (src/contract/slots.ts), checked against the
 // Set and Map they replace, over random sequences of adds and removes.
 
 interface Item extends Slotted {
@@ -63,6 +63,7 @@ describe('KeyedSlots', () => {
       fc.record({ kind: fc.constant('set' as const), key, value: fc.integer() }),
       fc.record({ kind: fc.constant('get' as const), key }),
       fc.record({ kind: fc.constant('delete' as const), key }),
+      fc.record({ kind: fc.constant('deleteAny' as const), key }),
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
@@ -74,6 +75,12 @@ describe('KeyedSlots', () => {
             model.set(step.key, step.value);
           } else if (step.kind === 'delete') {
             expect(slots.delete(step.key)).toBe(model.delete(step.key));
+          } else if (step.kind === 'deleteAny') {
+            // Some key goes, whichever: the model drops the one the table no longer has.
+            expect(slots.deleteAny()).toBe(model.size > 0);
+            const gone = [...model.keys()].filter((k) => !slots.has(k));
+            expect(gone.length).toBe(model.size > slots.size ? 1 : 0);
+            for (const k of gone) model.delete(k);
           }
           expect(slots.get(step.key)).toBe(model.get(step.key));
           expect(slots.has(step.key)).toBe(model.has(step.key));

@@ -1,5 +1,6 @@
 /**
- * Collections that outlive the calls going through them (the leases held now, the first saves under way) and gain
+ * Collections that outlive the calls going through them (the leases held now, the first saves under way, the runs
+ * claimed and not yet completed) and gain
  * and lose an item on every call. They are arrays whose items know their index (`slot`), so adding is a push and
  * removing moves the last item into the hole. Not a `Map` or `Set` with a set and a delete per call: a long-lived
  * one replaces its hash table every so many calls, and what the replaced tables held went on being reached until
@@ -53,6 +54,7 @@ interface KeyedEntry<V> extends Slotted {
 export class KeyedSlots<V> {
   readonly #buckets: KeyedEntry<V>[][] = Array.from({ length: BUCKETS }, () => []);
   #size = 0;
+  #nextEviction = 0;
 
   get size(): number {
     return this.#size;
@@ -77,6 +79,24 @@ export class KeyedSlots<V> {
     if (existing && removeFromSlots(bucket, existing)) this.#size--;
     addToSlots(bucket, { key, value, slot: -1 });
     this.#size++;
+  }
+
+  /**
+   * Removes some entry, for a bound on the size: from the buckets in turn, so entries long left behind go as the
+   * table stays full. False when there is none.
+   */
+  deleteAny(): boolean {
+    if (this.#size === 0) return false;
+    for (let tried = 0; tried < BUCKETS; tried++) {
+      const bucket = this.#buckets[this.#nextEviction]!;
+      this.#nextEviction = (this.#nextEviction + 1) & (BUCKETS - 1);
+      if (bucket.length > 0) {
+        removeFromSlots(bucket, bucket[0]!);
+        this.#size--;
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Removes `key`'s value; false when it had none. */
