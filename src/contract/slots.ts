@@ -1,13 +1,13 @@
 /**
  * Collections that outlive the calls going through them (the leases held now, the first saves under way, the runs
- * claimed and not yet completed) and gain
- * and lose an item on every call. They are arrays whose items know their index (`slot`), so adding is a push and
- * removing moves the last item into the hole. Not a `Map` or `Set` with a set and a delete per call: a long-lived
- * one replaces its hash table every so many calls, and what the replaced tables held went on being reached until
- * a full collection, so each call's completion, lease or promise, and all they reached, was promoted to the old
- * generation: about 1 KB per first execution against the hand-written code's 30 bytes (docs/performance.md,
- * "Collections that gain and lose an item per call").
+ * claimed and not yet completed) and gain and lose an item on every call. They are arrays whose items know their
+ * index (`slot`), so adding is a push and removing moves the last item into the hole. Not a `Map` or `Set` with a
+ * set and a delete per call: a long-lived one replaces its hash table every so many calls, and what the replaced
+ * tables held went on being reached until a full collection, so each call's completion, lease or promise, and all
+ * they reached, was promoted to the old generation: about 1 KB per first execution against the hand-written
+ * code's 30 bytes (docs/performance.md, "Collections that gain and lose an item per call").
  */
+
 /** An item of a slot list: its index there, or -1 when it is in none. */
 export interface Slotted {
   slot: number;
