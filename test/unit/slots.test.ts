@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { addToSlots, KeyedSlots, removeFromSlots, type Slotted } from '../../src/contract/slots.js';
 
-// The slot lists the leases, the first saves in flight and the claimed runs live in (src/contract/slots.ts), checked against the
-// Set and Map they replace, over random sequences of adds and removes.
+// The slot lists that the leases, the first saves in flight and the claimed runs live in (src/contract/slots.ts),
+// checked against the Set and Map they replace, over random sequences of adds and removes.
 
 interface Item extends Slotted {
   readonly id: number;
