@@ -101,11 +101,20 @@ export class KeyedSlots<V> {
 
   /** Removes `key`'s value; false when it had none. */
   delete(key: string): boolean {
-    if (this.#size === 0) return false;
+    return this.#remove(key) !== undefined;
+  }
+
+  /** Removes `key`'s value and answers it (undefined when it had none): a `get` and a `delete` in one look-up. */
+  take(key: string): V | undefined {
+    return this.#remove(key)?.value;
+  }
+
+  #remove(key: string): KeyedEntry<V> | undefined {
+    if (this.#size === 0) return undefined;
     const bucket = this.#buckets[bucketOf(key)]!;
     const entry = KeyedSlots.#find(bucket, key);
-    if (!entry || !removeFromSlots(bucket, entry)) return false;
+    if (!entry || !removeFromSlots(bucket, entry)) return undefined;
     this.#size--;
-    return true;
+    return entry;
   }
 }

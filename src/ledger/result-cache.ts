@@ -181,9 +181,7 @@ export class ResultCache {
 
   /** Hands over, once, the run this process claimed as `id`: its completion is under way. */
   takeClaimed(id: string): ClaimedRun | undefined {
-    const claimed = this.#claimed.get(id);
-    this.#claimed.delete(id);
-    return claimed;
+    return this.#claimed.take(id);
   }
 
   /**

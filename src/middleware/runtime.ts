@@ -17,7 +17,7 @@ export class LedgerRuntime {
    */
   #inFlight = 0;
   /** What waits for the count to reach zero (`drain`). */
-  #whenIdle: (() => void)[] = [];
+  readonly #whenIdle: (() => void)[] = [];
   readonly #running = new Set<(reason: unknown) => void>();
   #closed = false;
   /** Claims whose answer was lost, so a retry from this process can take its own row back. */

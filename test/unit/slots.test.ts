@@ -64,6 +64,7 @@ describe('KeyedSlots', () => {
       fc.record({ kind: fc.constant('get' as const), key }),
       fc.record({ kind: fc.constant('delete' as const), key }),
       fc.record({ kind: fc.constant('deleteAny' as const), key }),
+      fc.record({ kind: fc.constant('take' as const), key }),
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
@@ -75,6 +76,9 @@ describe('KeyedSlots', () => {
             model.set(step.key, step.value);
           } else if (step.kind === 'delete') {
             expect(slots.delete(step.key)).toBe(model.delete(step.key));
+          } else if (step.kind === 'take') {
+            expect(slots.take(step.key)).toBe(model.get(step.key));
+            model.delete(step.key);
           } else if (step.kind === 'deleteAny') {
             // Some key goes, whichever: the model drops the one the table no longer has.
             expect(slots.deleteAny()).toBe(model.size > 0);
