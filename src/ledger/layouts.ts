@@ -64,17 +64,31 @@ export interface LayoutStatements {
  * verdict: the row may have left it (an operator who moved its expiry by hand), so the key decides, at the cost
  * of a second statement only when the write is refused or the row moved.
  */
-export async function writeFenced<R>(
+export function writeFenced<R>(
   client: Queryable,
   statement: FencedStatement,
   params: unknown[],
   fence: RunFence,
 ): Promise<R[]> {
   if (statement.inPartition !== undefined && fence.partitionKey !== undefined) {
-    const { rows } = await client.query<R>(statement.inPartition, [...params, fence.partitionKey]);
-    if (rows.length > 0) return rows;
+    return writeInPartitionFirst(client, statement.inPartition, statement.byKey, params, fence.partitionKey);
   }
-  return (await client.query<R>(statement.byKey, params)).rows;
+  // Not an async frame around the one statement: a completion is on every first execution's path.
+  return client.query<R>(statement.byKey, params).then(rowsOf);
+}
+
+const rowsOf = <R>(result: { rows: R[] }): R[] => result.rows;
+
+async function writeInPartitionFirst<R>(
+  client: Queryable,
+  inPartition: string,
+  byKey: string,
+  params: unknown[],
+  partitionKey: unknown,
+): Promise<R[]> {
+  const { rows } = await client.query<R>(inPartition, [...params, partitionKey]);
+  if (rows.length > 0) return rows;
+  return (await client.query<R>(byKey, params)).rows;
 }
 
 /**
@@ -114,21 +128,22 @@ function fencedWrites(schema: string, partitioned: boolean) {
 }
 
 /** The one-statement completion of the table and partitioned layouts (`completeSql`), which notifies itself. */
-async function completeFenced(
+function completeFenced(
   db: Queryable,
   statement: FencedStatement,
   completion: Completion,
   errorText: string | null,
   channel: string,
 ): Promise<Completed | undefined> {
-  const rows = await writeFenced<Completed>(
+  return writeFenced<Completed>(
     db,
     statement,
     completionParams(completion, errorText, channel),
     completion,
-  );
-  return rows[0];
+  ).then(firstOf);
 }
+
+const firstOf = <R>(rows: R[]): R | undefined => rows[0];
 
 /** A first execution's insert and completion in the table layout, sent one of two ways (see `tableLayout`). */
 interface FirstExecution {
@@ -147,27 +162,26 @@ function firstExecutionStatements(schema: string): FirstExecution {
   const insert = insertRunSql(schema);
   const completion = fencedOf(schema, false, completeSql);
   return {
-    insert: async (db, request) =>
-      (await db.query<{ id: string }>(insert, insertRunParams(request))).rows[0]?.id,
+    insert: (db, request) => db.query<{ id: string }>(insert, insertRunParams(request)).then(insertedId),
     complete: (db, done, errorText, channel) => completeFenced(db, completion, done, errorText, channel),
   };
 }
+
+const insertedId = (result: { rows: { id: string }[] }): string | undefined => result.rows[0]?.id;
 
 /** Migration 14's scalar server functions, for a driver whose statements are planned on every call. */
 function firstExecutionFunctions(schema: string): FirstExecution {
   const insert = insertRunIdCallSql(schema);
   const completion = completeTimesCallSql(schema);
   return {
-    async insert(db, request) {
-      const { rows } = await db.query<{ id: string | null }>(insert, insertRunParams(request));
-      return rows[0]?.id ?? undefined;
-    },
-    async complete(db, done, errorText, channel) {
-      const params = completionParams(done, errorText, channel);
-      return completedFromTimes(
-        (await db.query<{ times: number[] | null }>(completion, params)).rows[0]?.times,
-      );
-    },
+    insert: (db, request) =>
+      db
+        .query<{ id: string | null }>(insert, insertRunParams(request))
+        .then(({ rows }) => rows[0]?.id ?? undefined),
+    complete: (db, done, errorText, channel) =>
+      db
+        .query<{ times: number[] | null }>(completion, completionParams(done, errorText, channel))
+        .then(({ rows }) => completedFromTimes(rows[0]?.times)),
   };
 }
 
@@ -199,14 +213,15 @@ function tableLayout(schema: string, plansEveryStatement: () => boolean): Layout
     ...writes,
     maintain: undefined,
     distributed: false,
-    async claim(db: Queryable, path: ClaimPath, request: ClaimFields): Promise<ClaimStep> {
-      const triedInsert = path.insertFirst;
-      if (triedInsert) {
-        const id = await hotPath().insert(db, request);
-        path.found(id === undefined);
-        if (id !== undefined) return { kind: 'fresh', id };
-      }
-      return claimRows(db, path, claim, request, triedInsert);
+    // Not an async frame: the insert's answer decides in one `then` (a first execution's usual path).
+    claim(db: Queryable, path: ClaimPath, request: ClaimFields): Promise<ClaimStep> {
+      if (!path.insertFirst) return claimRows(db, path, claim, request, false);
+      return hotPath()
+        .insert(db, request)
+        .then((id): ClaimStep | Promise<ClaimStep> => {
+          path.found(id === undefined);
+          return id !== undefined ? { kind: 'fresh', id } : claimRows(db, path, claim, request, true);
+        });
     },
     complete: (db: Queryable, completion: Completion, errorText: string | null, channel: string) =>
       hotPath().complete(db, completion, errorText, channel),

@@ -10,8 +10,8 @@ import { type FencedStatement, type LayoutStatements, layoutStatements, writeFen
 import type { Layout } from './partitioned.js';
 import { purgeBatch, startPurge } from './purge.js';
 import { PURGE_WINDOW_BLOCKS, type PurgeSweep } from './purge-sweep.js';
-import { ResultCache, type ResultCacheLimits } from './result-cache.js';
-import type { ClaimRow, Completed, RunKey, RunRow } from './run-row.js';
+import { type ClaimedRun, ResultCache, type ResultCacheLimits } from './result-cache.js';
+import type { ClaimRow, ClaimStep, Completed, RunKey, RunRow } from './run-row.js';
 import type { ClaimFields } from './sql/claim-fields.js';
 
 export type OperationTimer = (operation: LedgerOperation, seconds: number) => void;
@@ -102,23 +102,43 @@ export class LedgerStore {
    * The claim: a completed row from the replay cache when this process saw it (no round trip), else the bare insert,
    * the full claim statement, or both in turn (see `ClaimPath`).
    */
-  async claim(request: ClaimRequest, timer?: OperationTimer): Promise<ClaimRow | undefined> {
+  claim(request: ClaimRequest, timer?: OperationTimer): Promise<ClaimRow | undefined> {
     // Built once per claim: the cache and the map of claimed runs look it up again, and V8 keeps its hash.
     const keyText = this.#cache.keyOf(request);
     const cached = keyText && this.#cache.replay(keyText, request.user ?? null, request.paramsHash, request);
-    if (cached) return cached;
+    if (cached) return Promise.resolve(cached);
     const sentAt = performance.now();
-    try {
-      const step = await this.#sql.claim(this.#driver, this.#path, request);
-      return step.kind === 'fresh'
-        ? this.#cache.claimed(keyText, freshRun(step.id, request))
-        : this.#settle(step.rows, request, keyText, sentAt);
-    } catch (error) {
-      throw ledgerUnavailable(error, 'claim the idempotency key');
-    } finally {
-      // One operation however many statements it took, so the histogram counts claims.
+    // One `then` rather than an async frame and its await: every first execution claims. The statement's failure
+    // and a failure reading its answer are mapped alike, and the claim is timed as one operation however many
+    // statements it took, so the histogram counts claims.
+    const unavailable = (error: unknown): ToolLedgerError => {
       timer?.('claim', (performance.now() - sentAt) / 1000);
+      return ledgerUnavailable(error, 'claim the idempotency key');
+    };
+    let sent: Promise<ClaimStep>;
+    try {
+      sent = this.#sql.claim(this.#driver, this.#path, request);
+    } catch (error) {
+      return Promise.reject(unavailable(error));
     }
+    return sent.then(
+      (step) => {
+        let row: ClaimRow | undefined;
+        try {
+          row =
+            step.kind === 'fresh'
+              ? this.#cache.claimed(keyText, freshRun(step.id, request))
+              : this.#settle(step.rows, request, keyText, sentAt);
+        } catch (error) {
+          throw unavailable(error);
+        }
+        timer?.('claim', (performance.now() - sentAt) / 1000);
+        return row;
+      },
+      (error: unknown) => {
+        throw unavailable(error);
+      },
+    );
   }
 
   /**
@@ -140,18 +160,19 @@ export class LedgerStore {
     return row;
   }
 
-  /** Returns the completion time, or undefined when the fence refused the write (the lease was lost). */
-  async complete(
-    completion: Completion,
-    timer?: OperationTimer,
-    client?: Queryable,
-  ): Promise<Date | undefined> {
+  /**
+   * Returns the completion time, or undefined when the fence refused the write (the lease was lost). One `then`
+   * rather than an async frame and its await, as for the claim: every first execution completes.
+   */
+  complete(completion: Completion, timer?: OperationTimer, client?: Queryable): Promise<Date | undefined> {
     const sentAt = performance.now();
-    const claimed = this.#cache.takeClaimed(completion.id);
-    const errorText = completion.error === null ? null : JSON.stringify(completion.error);
-    let done: Completed | undefined;
+    let claimed: ClaimedRun | undefined;
+    let errorText: string | null;
+    let sent: Promise<Completed | undefined>;
     try {
-      done = await this.#sql.complete(
+      claimed = this.#cache.takeClaimed(completion.id);
+      errorText = completion.error === null ? null : JSON.stringify(completion.error);
+      sent = this.#sql.complete(
         client ?? this.#driver,
         completion,
         errorText,
@@ -159,24 +180,36 @@ export class LedgerStore {
         client !== undefined,
       );
     } catch (error) {
-      throw ledgerUnavailable(error, 'record the result');
-    } finally {
-      timer?.('complete', (performance.now() - sentAt) / 1000);
+      return Promise.reject(this.#completionFailed(error, sentAt, timer));
     }
-    if (!done) return undefined;
-    const completedAt = new Date(done.completed_at_ms);
-    // Inside a transaction the row is not committed yet, and may never be: only an autocommit completion is cached.
-    if (client === undefined) {
-      this.#cache.completed(claimed, completion.attempt, sentAt, {
-        status: completion.status,
-        final: completion.final,
-        completedAt,
-        expiresInMs: done.expires_in_ms,
-        resultText: completion.resultJson,
-        errorText,
-      });
-    }
-    return completedAt;
+    return sent.then(
+      (done) => {
+        timer?.('complete', (performance.now() - sentAt) / 1000);
+        if (!done) return undefined;
+        const completedAt = new Date(done.completed_at_ms);
+        // Inside a transaction the row is not committed yet, and may never be: only an autocommit completion is
+        // cached.
+        if (client === undefined) {
+          this.#cache.completed(claimed, completion.attempt, sentAt, {
+            status: completion.status,
+            final: completion.final,
+            completedAt,
+            expiresInMs: done.expires_in_ms,
+            resultText: completion.resultJson,
+            errorText,
+          });
+        }
+        return completedAt;
+      },
+      (error: unknown) => {
+        throw this.#completionFailed(error, sentAt, timer);
+      },
+    );
+  }
+
+  #completionFailed(error: unknown, sentAt: number, timer: OperationTimer | undefined): ToolLedgerError {
+    timer?.('complete', (performance.now() - sentAt) / 1000);
+    return ledgerUnavailable(error, 'record the result');
   }
 
   /**

@@ -108,16 +108,26 @@ export class BackgroundSaves {
    * call's tenant, tool and key, `cacheKey`): a retry from here saves it rather than running the handler again.
    * A completion the database fails to take is kept and sent again, within the limits.
    */
-  async save(key: string, tool: string, completion: Completion, timer: OperationTimer): Promise<SaveAnswer> {
+  save(key: string, tool: string, completion: Completion, timer: OperationTimer): Promise<SaveAnswer> {
     this.#inFlight.set(key, completion);
+    // One `then` on the first write, every first execution's path; the retries are the rare path, async. (A
+    // `.catch` on every first write cost each call a closure and a promise more.)
+    return this.#store.complete(completion, timer).then(
+      (at) => (at ? this.#landedAt(key, completion, at) : this.#ended(key, completion, undefined)),
+      () => this.#retried(key, tool, completion, timer),
+    );
+  }
+
+  /** The first write failed: retries it briefly, then keeps the completion (or drops it) if it still fails. */
+  async #retried(
+    key: string,
+    tool: string,
+    completion: Completion,
+    timer: OperationTimer,
+  ): Promise<SaveAnswer> {
     let at: Date | undefined;
     try {
-      try {
-        at = await this.#store.complete(completion, timer);
-      } catch {
-        // The retries are the rare path: a `.catch` on every first write cost each call a closure and a promise.
-        at = await retryWrite(() => this.#store.complete(completion, timer), 1);
-      }
+      at = await retryWrite(() => this.#store.complete(completion, timer), 1);
     } catch (error) {
       this.#landed(key, completion);
       at = await this.#savedForThemBy(completion);
@@ -129,10 +139,19 @@ export class BackgroundSaves {
         load: { count: this.#entries.length, bytes: this.#bytes, ...this.#limits },
       };
     }
-    // Refused: another caller took the key over, unless a retry from this process saved it for us.
+    return this.#ended(key, completion, at);
+  }
+
+  /** A write answered: landed at `at`, or refused, which a retry from this process may have saved for us. */
+  async #ended(key: string, completion: Completion, at: Date | undefined): Promise<SaveAnswer> {
     at ??= await this.#savedForThemBy(completion);
     this.#landed(key, completion);
     return at ? { kind: 'landed', at } : REFUSED;
+  }
+
+  #landedAt(key: string, completion: Completion, at: Date): SaveAnswer {
+    this.#landed(key, completion);
+    return { kind: 'landed', at };
   }
 
   /**

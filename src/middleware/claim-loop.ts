@@ -192,7 +192,11 @@ export function createClaimLoop(
           throw heldNotSaved(settings.name, error);
         });
       }
-      const row = await settings.runtime.store.claim(request, scope.recordLedgerOperation).catch((error) => {
+      let row: ClaimRow | undefined;
+      // A try around the await rather than a `.catch`, which would be one more promise on every claim.
+      try {
+        row = await settings.runtime.store.claim(request, scope.recordLedgerOperation);
+      } catch (error) {
         // The statement may have committed: keep the token so a retry from here can take the row back.
         if (isOutcomeUnknown(error)) {
           settings.runtime.lostClaims.remember(
@@ -202,7 +206,7 @@ export function createClaimLoop(
           );
         }
         throw error;
-      });
+      }
       if (row) {
         facts.attempt = row.attempt;
         if (row.job_id) facts.jobId = row.job_id;

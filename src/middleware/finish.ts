@@ -2,7 +2,8 @@ import type { CallScope } from '../contract/observer.js';
 import type { StoredError } from '../contract/types.js';
 import type { Completion } from '../ledger/fence.js';
 import type { ClaimRow } from '../ledger/run-row.js';
-import { ENDING_RULES, type Ending } from './endings.js';
+import type { SaveAnswer } from './background-saves.js';
+import { ENDING_RULES, type Ending, type EndingKind } from './endings.js';
 import type { Executed, ExecutorSettings } from './execution.js';
 import type { CallFacts } from './facts.js';
 import { toStoredError } from './failures.js';
@@ -53,45 +54,54 @@ function completionFor(settings: ExecutorSettings, row: ClaimRow, ending: Ending
 
 /**
  * Does what the ending's rule says: saves (or keeps) its completion, then answers or throws. `callKey` is the
- * call's tenant, tool and key (`LostClaims.key`).
+ * call's tenant, tool and key (`LostClaims.key`). Called only from the executor's async frame, which turns a throw
+ * here into its rejection; not an async function itself, so a first execution's save is one `then`.
  */
-export async function finish(
+export function finish(
   settings: ExecutorSettings,
   row: ClaimRow,
   ending: Ending,
   callKey: string,
   scope: CallScope,
   facts: CallFacts,
-): Promise<Executed> {
-  const { name } = settings;
+): Executed | Promise<Executed> {
   const rule = ENDING_RULES[ending.kind];
   if (rule.toolError) facts.toolError = true;
   const completion = completionFor(settings, row, ending);
-  let completedAt = ending.completedAt;
-  if (completion) {
-    const saved = await settings.runtime.saves.save(callKey, name, completion, scope.recordLedgerOperation);
-    switch (saved.kind) {
-      case 'landed':
-        completedAt = saved.at;
-        break;
-      case 'refused':
-        completedAt = undefined;
-        break;
-      case 'kept':
-        if (rule.ifSaveFails === 'keep_and_report') {
-          return { outcome: 'failed', error: resultNotSaved(name, saved.error) };
-        }
-        completedAt = undefined;
-        break;
-      case 'dropped':
-        if (rule.ifSaveFails === 'keep_and_report') {
-          return { outcome: 'failed', error: resultNotKept(name, saved.error, saved.load) };
-        }
-        completedAt = undefined;
-        break;
-    }
-    if (!completedAt && rule.answer === 'value') return { outcome: 'failed', error: leaseLost(name) };
+  if (!completion) return answerOf(rule, ending, ending.completedAt);
+  return settings.runtime.saves
+    .save(callKey, settings.name, completion, scope.recordLedgerOperation)
+    .then((saved) => afterSave(settings.name, rule, ending, saved));
+}
+
+/** An ending's rule, as the table types it: its answer and outcome go together. */
+type Rule = (typeof ENDING_RULES)[EndingKind];
+
+/** The answer once the completion's save has gone as `saved` says. */
+function afterSave(name: string, rule: Rule, ending: Ending, saved: SaveAnswer): Executed {
+  let completedAt: Date | undefined;
+  switch (saved.kind) {
+    case 'landed':
+      completedAt = saved.at;
+      break;
+    case 'refused':
+      break;
+    case 'kept':
+      if (rule.ifSaveFails === 'keep_and_report') {
+        return { outcome: 'failed', error: resultNotSaved(name, saved.error) };
+      }
+      break;
+    case 'dropped':
+      if (rule.ifSaveFails === 'keep_and_report') {
+        return { outcome: 'failed', error: resultNotKept(name, saved.error, saved.load) };
+      }
+      break;
   }
+  if (!completedAt && rule.answer === 'value') return { outcome: 'failed', error: leaseLost(name) };
+  return answerOf(rule, ending, completedAt);
+}
+
+function answerOf(rule: Rule, ending: Ending, completedAt: Date | undefined): Executed {
   if (rule.answer === 'the_error') return { outcome: rule.outcome, error: ending.error };
   return { outcome: rule.outcome, value: JSON.parse(ending.text!), completedAt: completedAt! };
 }

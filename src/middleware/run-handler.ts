@@ -14,21 +14,48 @@ class HandlerThrew {
   constructor(readonly error: unknown) {}
 }
 
-/** Runs the handler in autocommit mode and classifies how it ended. */
-export async function runPlain(
+/**
+ * Runs the handler in autocommit mode and classifies how it ended. Not an async frame: a handler that answers at
+ * once (no promise) is classified at once, and one that returns a promise costs one `then`, where an async frame
+ * and its await cost a promise and a turn of the microtask queue each on every first execution.
+ */
+export function runPlain(
   settings: ExecutorSettings,
   attempt: Attempt,
   handlerContext: HandlerContext,
-): Promise<Ending> {
-  const { facts, started } = attempt;
-  let value: unknown;
+): Ending | Promise<Ending> {
+  let produced: unknown;
+  let later: boolean;
   try {
-    value = await settings.handler(attempt.input, handlerContext);
+    produced = settings.handler(attempt.input, handlerContext);
+    // Inside the try: a `then` getter that throws is the handler's throw, as `await` would make it.
+    later = isThenable(produced);
   } catch (error) {
-    facts.executionSeconds = (performance.now() - started) / 1000;
-    return thrown(settings, error, attempt);
+    return threwAfter(settings, attempt, error);
   }
-  facts.executionSeconds = (performance.now() - started) / 1000;
+  if (!later) return returnedAfter(settings, attempt, produced);
+  return Promise.resolve(produced).then(
+    (value) => returnedAfter(settings, attempt, value),
+    (error: unknown) => threwAfter(settings, attempt, error),
+  );
+}
+
+/** What `await` would wait for: an object or function with a callable `then`. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+function threwAfter(settings: ExecutorSettings, attempt: Attempt, error: unknown): Promise<Ending> {
+  attempt.facts.executionSeconds = (performance.now() - attempt.started) / 1000;
+  return thrown(settings, error, attempt);
+}
+
+function returnedAfter(settings: ExecutorSettings, attempt: Attempt, value: unknown): Ending {
+  attempt.facts.executionSeconds = (performance.now() - attempt.started) / 1000;
   try {
     return { kind: 'succeeded', text: jsonText(value, true) };
   } catch (error) {

@@ -208,20 +208,8 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     });
   };
 
-  /** Decides the call and tells telemetry how it ended; never throws (a refusal or failure is the end). */
-  const settle = async (
-    input: unknown,
-    ctx: CallContext,
-    scope: CallScope,
-    facts: CallFacts,
-  ): Promise<CallEnd> => {
-    let end: CallEnd;
-    try {
-      end = await start(input, ctx, scope, facts);
-    } catch (error) {
-      // Anything thrown rather than decided (the handler, the database) is a failure.
-      end = { outcome: 'failed', error };
-    }
+  /** Tells telemetry how the call ended, and hands the end on. */
+  const reported = (scope: CallScope, facts: CallFacts, end: CallEnd): CallEnd => {
     if (scope !== NOOP_SCOPE) {
       try {
         scope.end(decisionOf(facts, end));
@@ -230,6 +218,24 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
       }
     }
     return end;
+  };
+
+  /**
+   * Decides the call and tells telemetry how it ended; never rejects (a refusal or failure is the end). Anything
+   * thrown rather than decided (the handler, the database) is a failure. One `then`, not an async frame and its
+   * await: each is a promise and a turn of the microtask queue on every call.
+   */
+  const settle = (input: unknown, ctx: CallContext, scope: CallScope, facts: CallFacts): Promise<CallEnd> => {
+    let started: CallEnd | Promise<CallEnd>;
+    try {
+      started = start(input, ctx, scope, facts);
+    } catch (error) {
+      return Promise.resolve(reported(scope, facts, { outcome: 'failed', error }));
+    }
+    return Promise.resolve(started).then(
+      (end) => reported(scope, facts, end),
+      (error: unknown) => reported(scope, facts, { outcome: 'failed', error }),
+    );
   };
 
   /** Runs one call, tracked so `close()` waits for it, inside its telemetry scope when telemetry is on. */
@@ -262,10 +268,13 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
   };
 
   // The value alone: no report to build.
-  const call = async (input: unknown, context?: CallContext): Promise<unknown> => {
-    const end = await run(input, context ?? {}, {});
-    if (isRefusal(end)) throw end.error;
-    return end.value;
+  const call = (input: unknown, context?: CallContext): Promise<unknown> => {
+    try {
+      return run(input, context ?? {}, {}).then(valueOrThrow);
+    } catch (error) {
+      // A closed ledger refuses the call as a rejection, as an async function would.
+      return Promise.reject(error);
+    }
   };
 
   return Object.freeze({
@@ -280,6 +289,12 @@ export function createTool<TSchema extends StandardSchemaV1 | undefined, TOutput
     call,
     ...(kind === 'job' ? { getJob: jobLookup(runtime, name) } : {}),
   }) as unknown as LedgerTool<CallInputOf<TSchema>, unknown>;
+}
+
+/** A call's value, or its refusal or failure thrown. */
+function valueOrThrow(end: CallEnd): unknown {
+  if (isRefusal(end)) throw end.error;
+  return end.value;
 }
 
 /** What a call's claim sends: the key's scope, the input's hash, a fresh lease owner (or a lost claim's) and its span. */

@@ -199,6 +199,80 @@ describe.each(layouts)('ledger contract on %s', (name, makeBackend) => {
     expect(calls).toBe(2);
   });
 
+  // The executor classifies a handler's answer without awaiting it when it is not a promise (run-handler.ts): every
+  // shape a handler can answer in must end as `await` would have ended it.
+  it('ends a call alike whether the handler returns a value, a promise or a thenable, or throws before or after', async () => {
+    const ledger = await backend.open();
+    const answers = {
+      value: () => ({ shape: 'value', at: new Date(0) }),
+      promise: async () => ({ shape: 'promise' }),
+      thenable: () => ({
+        // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a Promise, as some clients return
+        then: (resolve: (v: unknown) => void) => resolve({ shape: 'thenable' }),
+      }),
+      throws: () => {
+        throw new Error('threw at once');
+      },
+      rejects: async () => {
+        throw new Error('rejected later');
+      },
+      thenGetterThrows: () =>
+        Object.defineProperty({}, 'then', {
+          get() {
+            throw new Error('then getter threw');
+          },
+        }),
+      notJson: () => ({ amount: 10n }),
+    } as const;
+    const runs: Record<string, number> = {};
+    const toolOf = (shape: keyof typeof answers) =>
+      ledger.tool({
+        name: `answers_${shape}`,
+        kind: 'mutation',
+        handler: () => {
+          runs[shape] = (runs[shape] ?? 0) + 1;
+          return answers[shape]() as never;
+        },
+      });
+    for (const shape of ['value', 'promise', 'thenable'] as const) {
+      const tool = toolOf(shape);
+      const first = await tool.invoke({}, { key: `k-${shape}` });
+      const replay = await tool.invoke({}, { key: `k-${shape}` });
+      expect(first.outcome).toBe('executed');
+      expect(replay.outcome).toBe('replayed');
+      expect(first.value).toEqual(replay.value);
+      expect(first.value).not.toBe(replay.value);
+      expect(runs[shape]).toBe(1);
+      // The JSON form, not the handler's object: the Date is its string, as a replay gives it.
+      if (shape === 'value') expect(first.value).toEqual({ shape: 'value', at: new Date(0).toISOString() });
+    }
+    for (const [shape, message] of [
+      ['throws', 'threw at once'],
+      ['rejects', 'rejected later'],
+      ['thenGetterThrows', 'then getter threw'],
+    ] as const) {
+      const tool = toolOf(shape);
+      await expect(tool.call({}, { key: `k-${shape}` })).rejects.toThrow(message);
+      // A thrown error leaves the key retryable: the next call runs the handler again.
+      await expect(tool.call({}, { key: `k-${shape}` })).rejects.toThrow(message);
+      expect(runs[shape]).toBe(2);
+    }
+    const notJson = await rejection(toolOf('notJson').call({}, { key: 'k-not-json' }));
+    expect(notJson).toMatchObject({ code: 'RESULT_INVALID' });
+  });
+
+  it('refuses a call on a closed ledger as a rejected promise, never a synchronous throw', async () => {
+    const ledger = await backend.open();
+    const tool = ledger.tool({ name: 'after_close', kind: 'mutation', handler: () => ({ ok: true }) });
+    await ledger.close();
+    let pending: Promise<unknown> | undefined;
+    expect(() => {
+      pending = tool.call({}, { key: 'k-closed' });
+    }).not.toThrow();
+    await expect(pending).rejects.toMatchObject({ code: 'LEDGER_CLOSED' });
+    await expect(tool.invoke({}, { key: 'k-closed' })).rejects.toMatchObject({ code: 'LEDGER_CLOSED' });
+  });
+
   it('stores a final failure and replays it as the same error', async () => {
     const ledger = await backend.open();
     let calls = 0;

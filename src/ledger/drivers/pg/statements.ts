@@ -74,21 +74,27 @@ export class PoolStatements {
     return this.#mode === 'unnamed';
   }
 
-  readonly query = async <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
+  /**
+   * Not an async function: a first execution sends two statements, and an async frame with its await would be two
+   * promises and two turns of the microtask queue each, where the named path's `catch` is one.
+   */
+  readonly query = <R>(text: string, params?: unknown[]): Promise<{ rows: R[] }> => {
     if (this.#mode === 'unnamed') return this.#pool.query<R>(text, params);
-    try {
-      return await this.#named<R>(text, params);
-    } catch (error) {
-      if (classifyDriverError(error).condition !== 'statement_lost') throw error;
-      // The server refused the statement at Parse or Bind, before running anything, so sending it again is safe:
-      // a claim or a completion is never lost or doubled by this retry.
-      if (this.#mode === 'named') {
-        this.#mode = 'unnamed';
-        this.#onLost(error);
-      }
-      return this.#pool.query<R>(text, params);
-    }
+    return this.#named<R>(text, params).catch((error: unknown) =>
+      this.#afterNamedFailed<R>(error, text, params),
+    );
   };
+
+  #afterNamedFailed<R>(error: unknown, text: string, params: unknown[] | undefined): Promise<{ rows: R[] }> {
+    if (classifyDriverError(error).condition !== 'statement_lost') throw error;
+    // The server refused the statement at Parse or Bind, before running anything, so sending it again is safe:
+    // a claim or a completion is never lost or doubled by this retry.
+    if (this.#mode === 'named') {
+      this.#mode = 'unnamed';
+      this.#onLost(error);
+    }
+    return this.#pool.query<R>(text, params);
+  }
 
   #nameOf(text: string): string {
     let name = this.#names.get(text);
