@@ -42,6 +42,9 @@ function bucketOf(key: string): number {
   return hash & (BUCKETS - 1);
 }
 
+/** `#remove`'s "whatever the value is", which no caller's value can be. */
+const ANY_VALUE: unique symbol = Symbol('any value');
+
 interface KeyedEntry<V> extends Slotted {
   readonly key: string;
   readonly value: V;
@@ -109,11 +112,20 @@ export class KeyedSlots<V> {
     return this.#remove(key)?.value;
   }
 
-  #remove(key: string): KeyedEntry<V> | undefined {
+  /**
+   * Removes `key`'s value only when it is `value` (the same object), in one look-up: for an entry a later add may
+   * have replaced, whose owner must not remove its successor. False when it was not there.
+   */
+  deleteIf(key: string, value: V): boolean {
+    return this.#remove(key, value) !== undefined;
+  }
+
+  #remove(key: string, only: V | typeof ANY_VALUE = ANY_VALUE): KeyedEntry<V> | undefined {
     if (this.#size === 0) return undefined;
     const bucket = this.#buckets[bucketOf(key)]!;
     const entry = KeyedSlots.#find(bucket, key);
-    if (!entry || !removeFromSlots(bucket, entry)) return undefined;
+    if (!entry || (only !== ANY_VALUE && entry.value !== only) || !removeFromSlots(bucket, entry))
+      return undefined;
     this.#size--;
     return entry;
   }

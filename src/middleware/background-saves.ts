@@ -175,7 +175,7 @@ export class BackgroundSaves {
 
   /** The first save of `key`'s completion ended (saved, refused, or handed to `#keep`). */
   #landed(key: string, completion: Completion): void {
-    if (this.#inFlight.get(key) === completion) this.#inFlight.delete(key);
+    this.#inFlight.deleteIf(key, completion);
   }
 
   /**

@@ -53,7 +53,7 @@ describe('slot lists', () => {
 });
 
 describe('KeyedSlots', () => {
-  it('answers as a Map would, over any sets, gets and deletes, keys sharing buckets included', () => {
+  it('answers as a Map would, over any sets, gets, deletes and conditional deletes, keys sharing buckets included', () => {
     // A small alphabet and lengths make many keys repeat; 600 distinct keys put several in each of 256 buckets.
     const key = fc.oneof(
       fc.string({ unit: fc.constantFrom('a', 'b', '\u0000', 'é'), maxLength: 6 }),
@@ -65,6 +65,8 @@ describe('KeyedSlots', () => {
       fc.record({ kind: fc.constant('delete' as const), key }),
       fc.record({ kind: fc.constant('deleteAny' as const), key }),
       fc.record({ kind: fc.constant('take' as const), key }),
+      // `same`: the value the key holds now (when it holds one), else another.
+      fc.record({ kind: fc.constant('deleteIf' as const), key, same: fc.boolean(), value: fc.integer() }),
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
@@ -79,6 +81,11 @@ describe('KeyedSlots', () => {
           } else if (step.kind === 'take') {
             expect(slots.take(step.key)).toBe(model.get(step.key));
             model.delete(step.key);
+          } else if (step.kind === 'deleteIf') {
+            const value = step.same && model.has(step.key) ? model.get(step.key)! : step.value;
+            const held = model.has(step.key) && model.get(step.key) === value;
+            expect(slots.deleteIf(step.key, value)).toBe(held);
+            if (held) model.delete(step.key);
           } else if (step.kind === 'deleteAny') {
             // Some key goes, whichever: the model drops the one the table no longer has.
             expect(slots.deleteAny()).toBe(model.size > 0);
