@@ -16,6 +16,15 @@ import type { ClaimFields } from './sql/claim-fields.js';
 
 export type OperationTimer = (operation: LedgerOperation, seconds: number) => void;
 
+/** A timed operation, and what its `LEDGER_UNAVAILABLE` says it could not do. */
+interface FailedOperation {
+  readonly operation: LedgerOperation;
+  readonly doing: string;
+}
+
+const CLAIM_FAILED: FailedOperation = { operation: 'claim', doing: 'claim the idempotency key' };
+const COMPLETION_FAILED: FailedOperation = { operation: 'complete', doing: 'record the result' };
+
 /** What a claim sends, by name (see `ClaimFields`). */
 export type ClaimRequest = ClaimFields;
 
@@ -111,15 +120,11 @@ export class LedgerStore {
     // One `then` rather than an async frame and its await: every first execution claims. The statement's failure
     // and a failure reading its answer are mapped alike, and the claim is timed as one operation however many
     // statements it took, so the histogram counts claims.
-    const unavailable = (error: unknown): ToolLedgerError => {
-      timer?.('claim', (performance.now() - sentAt) / 1000);
-      return ledgerUnavailable(error, 'claim the idempotency key');
-    };
     let sent: Promise<ClaimStep>;
     try {
       sent = this.#sql.claim(this.#driver, this.#path, request);
     } catch (error) {
-      return Promise.reject(unavailable(error));
+      return Promise.reject(this.#failed(error, CLAIM_FAILED, sentAt, timer));
     }
     return sent.then(
       (step) => {
@@ -130,13 +135,13 @@ export class LedgerStore {
               ? this.#cache.claimed(keyText, freshRun(step.id, request))
               : this.#settle(step.rows, request, keyText, sentAt);
         } catch (error) {
-          throw unavailable(error);
+          throw this.#failed(error, CLAIM_FAILED, sentAt, timer);
         }
         timer?.('claim', (performance.now() - sentAt) / 1000);
         return row;
       },
       (error: unknown) => {
-        throw unavailable(error);
+        throw this.#failed(error, CLAIM_FAILED, sentAt, timer);
       },
     );
   }
@@ -180,7 +185,7 @@ export class LedgerStore {
         client !== undefined,
       );
     } catch (error) {
-      return Promise.reject(this.#completionFailed(error, sentAt, timer));
+      return Promise.reject(this.#failed(error, COMPLETION_FAILED, sentAt, timer));
     }
     return sent.then(
       (done) => {
@@ -202,14 +207,20 @@ export class LedgerStore {
         return completedAt;
       },
       (error: unknown) => {
-        throw this.#completionFailed(error, sentAt, timer);
+        throw this.#failed(error, COMPLETION_FAILED, sentAt, timer);
       },
     );
   }
 
-  #completionFailed(error: unknown, sentAt: number, timer: OperationTimer | undefined): ToolLedgerError {
-    timer?.('complete', (performance.now() - sentAt) / 1000);
-    return ledgerUnavailable(error, 'record the result');
+  /** A claim or completion that failed: timed as its operation, and mapped to `LEDGER_UNAVAILABLE`. */
+  #failed(
+    error: unknown,
+    { operation, doing }: FailedOperation,
+    sentAt: number,
+    timer: OperationTimer | undefined,
+  ): ToolLedgerError {
+    timer?.(operation, (performance.now() - sentAt) / 1000);
+    return ledgerUnavailable(error, doing);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { jsonText } from '../contract/canonical-json.js';
 import { OutcomeUnknownError, ToolFailure, ToolLedgerError } from '../contract/errors.js';
 import { NotJsonError } from '../contract/json.js';
+import { isThenable } from '../contract/thenable.js';
 import type { HandlerContext, Queryable } from '../contract/types.js';
 import type { Ending } from './endings.js';
 import type { Attempt, ExecutorSettings } from './execution.js';
@@ -37,15 +38,6 @@ export function runPlain(
   return Promise.resolve(produced).then(
     (value) => returnedAfter(settings, attempt, value),
     (error: unknown) => threwAfter(settings, attempt, error),
-  );
-}
-
-/** What `await` would wait for: an object or function with a callable `then`. */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
   );
 }
 

@@ -1,3 +1,4 @@
+import { isThenable } from '../../../contract/thenable.js';
 import type { Queryable } from '../../../contract/types.js';
 
 /** The parts of a `pg.PoolClient` used here, described structurally so any pg 8.x works. */
@@ -94,8 +95,4 @@ export async function checkoutWithin(
     );
     throw error;
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as { then?: unknown } | undefined)?.then === 'function';
 }
