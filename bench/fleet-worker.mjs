@@ -7,6 +7,7 @@
 // '{"replayCacheEntries":0}'); the JSON line also carries `gc`, where the measured calls' garbage collection went
 // (bench/support/gc-account.mjs); BENCH_GC=1 writes to stderr the garbage collector's pauses over the measured calls
 // (count, and wall µs per call by kind, from `gc` performance entries).
+import { readFileSync } from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { handWritten, toolLedger } from './baselines.mjs';
 import { throughput } from './postgres.mjs';
@@ -64,12 +65,33 @@ const gcObserver =
       })
     : undefined;
 gcObserver?.observe({ entryTypes: ['gc'] });
+/** Read and write system calls so far (Linux's /proc/self/io), and context switches. */
+const kernelCounts = () => {
+  const io = Object.fromEntries(
+    readFileSync('/proc/self/io', 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => line.split(': '))
+      .map(([k, v]) => [k, Number(v)]),
+  );
+  const usage = process.resourceUsage();
+  return {
+    syscalls: io.syscr + io.syscw,
+    voluntary: usage.voluntaryContextSwitches,
+    involuntary: usage.involuntaryContextSwitches,
+  };
+};
 const gcAccount = startGcAccount();
+const kernelBefore = kernelCounts();
 const started = performance.now();
 const cpu = process.cpuUsage();
 await throughput(n, c, first);
 const ms = performance.now() - started;
 const { user, system } = process.cpuUsage(cpu);
+const kernelAfter = kernelCounts();
+const kernel = Object.fromEntries(
+  Object.entries(kernelAfter).map(([k, v]) => [k, (v - kernelBefore[k]) / n]),
+);
 const gc = gcAccount.stop(n);
 if (gcObserver) {
   gcObserver.disconnect();
@@ -85,6 +107,6 @@ await sdk?.flush();
 await sdk?.shutdown();
 const exported = sdk ? { exported: sdk.exported } : {};
 process.stdout.write(
-  `${JSON.stringify({ calls: n, warmupCalls, ms, cpuUs: user + system, gc, ...exported })}\n`,
+  `${JSON.stringify({ calls: n, warmupCalls, ms, cpuUs: user + system, kernel, gc, ...exported })}\n`,
 );
 process.exit(0);

@@ -153,6 +153,13 @@ async function point({
     rate: (done / ms) * 1000,
     written,
     clientUs: results.reduce((a, r) => a + r.cpuUs, 0) / done,
+    // Per call, summed over the workers.
+    kernel: Object.fromEntries(
+      ['syscalls', 'voluntary', 'involuntary'].map((k) => [
+        k,
+        results.reduce((a, r) => a + r.kernel[k] * r.calls, 0) / done,
+      ]),
+    ),
     serverUs: serverPid ? ((treeCpuSeconds(serverPid) - serverBefore) / done) * 1e6 : undefined,
     bouncerUs: bouncerPid ? ((cpuSeconds(bouncerPid) - bouncerBefore) / done) * 1e6 : undefined,
     busy: (machine.busy - machineBefore.busy) / (machine.total - machineBefore.total),
@@ -283,7 +290,7 @@ async function scaling(server) {
   }
   console.table(table);
   console.log(
-    'CPU per first execution at each point, µs (client: the workers; server: the postmaster and all its processes; PgBouncer: its own), the machine busy share over the point, and the ratio the two cores would allow if they were the only limit (hand-written CPU per call ÷ tool-ledger CPU per call):',
+    'CPU per first execution at each point, µs (client: the workers; server: the postmaster and all its processes; PgBouncer: its own), the machine busy share over the point, the read and write system calls and context switches per call, and the ratio the two cores would allow if they were the only limit (hand-written CPU per call ÷ tool-ledger CPU per call):',
   );
   console.table(cpu);
 }
@@ -298,6 +305,8 @@ function cpuRow(ledger, hand) {
     'PgBouncer tl / hand':
       ledger.bouncerUs === undefined ? '' : `${us(ledger.bouncerUs)} / ${us(hand.bouncerUs)}`,
     'busy tl / hand': `${(ledger.busy * 100).toFixed(0)}% / ${(hand.busy * 100).toFixed(0)}%`,
+    'client syscalls/call tl / hand': `${ledger.kernel.syscalls.toFixed(1)} / ${hand.kernel.syscalls.toFixed(1)}`,
+    'client switches/call (voluntary+involuntary) tl / hand': `${ledger.kernel.voluntary.toFixed(1)}+${ledger.kernel.involuntary.toFixed(1)} / ${hand.kernel.voluntary.toFixed(1)}+${hand.kernel.involuntary.toFixed(1)}`,
     'CPU-bound ratio': (total(hand) / total(ledger)).toFixed(2),
     'measured ratio': (ledger.rate / hand.rate).toFixed(2),
   };
