@@ -116,10 +116,9 @@ for (let i = 0; i < STARTS; i++) {
 const mib = (bytes) => (bytes / 2 ** 20).toFixed(0);
 const show = (xs) =>
   xs
-    .map((r) =>
-      r.peak === undefined
-        ? `${(r.ms / 1000).toFixed(2)} s / ${mib(r.rss)} MiB`
-        : `${(r.ms / 1000).toFixed(2)} s / ${mib(r.rss)} MiB (peak ${mib(r.peak)}, idle 1 s later ${mib(r.settled)})`,
+    .map(
+      (r) =>
+        `${(r.ms / 1000).toFixed(2)} s / ${mib(r.rss)} MiB (peak ${mib(r.peak)}, idle 1 s later ${mib(r.settled)})`,
     )
     .join(', ');
 console.log(
