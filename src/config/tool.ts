@@ -138,7 +138,7 @@ export function resolveToolConfig(
   });
 }
 
-/** The `approval` option: `'required'` or a function, on a mutation. */
+/** The `approval` option: `'required'` or a function, on a mutation or a job. */
 function checkApproval(
   name: string,
   definition: ToolOptions<StandardSchemaV1 | undefined, unknown>,
@@ -150,9 +150,9 @@ function checkApproval(
       `Tool "${name}" has approval ${JSON.stringify(approval)}; use 'required' or a function (input, ctx) => boolean that says whether this call needs a person's approval.`,
     );
   }
-  if (definition.kind !== 'mutation') {
+  if (definition.kind === 'read') {
     throw invalid(
-      `Tool "${name}": approval is for kind 'mutation' (a ${definition.kind} ${definition.kind === 'read' ? 'changes nothing to approve' : 'has no approval flow yet'}).`,
+      `Tool "${name}": approval is for kinds 'mutation' and 'job' (a read changes nothing to approve); remove approval, or make the tool a mutation.`,
     );
   }
   return approval as ApprovalRule;

@@ -179,10 +179,11 @@ export interface ToolOptions<
    */
   readonly onUnknown?: UnknownOutcomeRule<UnknownRunContext, unknown>;
   /**
-   * Mutations only: whether a call needs a person's approval before its handler runs (docs/ledger.md,
+   * Mutations and jobs: whether a call needs a person's approval before its handler runs (docs/ledger.md,
    * "Approvals"). The first call on a key that needs one runs nothing, saves the call awaiting a decision and
    * answers `APPROVAL_REQUIRED`; `ledger.approve` or `ledger.decline` (or `tool-ledger approve|decline`) decides,
-   * and the next call with the same key and arguments runs the handler once, or answers `APPROVAL_DECLINED`.
+   * and the next call with the same key and arguments runs the handler once (a job: starts it, and answers its
+   * running status), or answers `APPROVAL_DECLINED`.
    * @default undefined (no approval: the tool's calls are exactly as without the option)
    */
   readonly approval?: ApprovalRule<InputOf<TSchema>>;

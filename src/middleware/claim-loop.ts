@@ -9,14 +9,7 @@ import type { ClaimCall, Execute } from './execution.js';
 import { replayedFailure } from './failures.js';
 import { jobStatusOf, runningJobStatus } from './job-status.js';
 import { LostClaims } from './lost-claims.js';
-import {
-  contention,
-  heldNotSaved,
-  inProgress,
-  keyReused,
-  unknownOutcome,
-  unknownStatus,
-} from './messages.js';
+import { contention, heldNotSaved, inProgress, keyReused, unknownOutcome } from './messages.js';
 import type { LedgerRuntime } from './runtime.js';
 import { judgeClaim, type VerdictKind, type VerdictOf } from './verdict.js';
 import type { Handler, HandlerTable } from './verdict-handler.js';
@@ -142,12 +135,22 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
   // A job not finished yet has no saved answer to replay: the call only reports its status.
   const unfinished: Handler<'running' | 'abandoned'> = ({ row }, call) =>
     answer('polled', jobStatusOf(row), row, call);
-  const won: Handler<'won'> = ({ row }, call) => {
+  /** Starts the job of a claim this call won (`approved`: a person's approval let it start) and answers at once. */
+  const start = (row: ClaimRow, call: ClaimCall, approved: boolean): CallEnd => {
     const work = execute(row, call);
     void runtime.track(work.catch(() => {}));
     // The run this call just started: running, whatever the claim's row said.
-    return answer('executed', runningJobStatus(row, true), row, call);
+    return answer(approved ? 'approved' : 'executed', runningJobStatus(row, true), row, call);
   };
+  // Approval gates the start as it gates a mutation's handler: nothing starts until a person said yes.
+  const gate = approvalHandlers(settings.approval, (row, call, approved) =>
+    Promise.resolve(start(row, call, approved)),
+  );
+  // Without an approval rule a won claim starts at once, answering without a promise of the gate's.
+  const won: Handler<'won'> =
+    settings.approval.rule === undefined
+      ? ({ row }, call) => start(row, call, false)
+      : ({ row }, call) => gate.won(row, call);
   return {
     ...shared,
     won,
@@ -158,17 +161,11 @@ function jobHandlers(settings: ClaimSettings): HandlerTable {
     running: unfinished,
     abandoned: unfinished,
     unknown: ({ row }, call) => answer('polled', jobStatusOf(row), row, call),
-    // Jobs take no approval (config/tool.ts): a row in these states was written by hand, and is refused as such.
-    awaiting: notAJobStatus,
-    approved: notAJobStatus,
-    declined: notAJobStatus,
+    awaiting: gate.awaiting,
+    approved: gate.approved,
+    declined: gate.declined,
   };
 }
-
-const notAJobStatus = ({ row }: { readonly row: ClaimRow }): CallEnd => ({
-  outcome: 'failed',
-  error: unknownStatus(row),
-});
 
 /** The claim loop of one tool: claim, judge, and hand the verdict to its kind's handler until the call ends. */
 export function createClaimLoop(

@@ -17,7 +17,8 @@ export function jobStatusOf<T>(row: RunRow): JobStatus<T> {
       row.error_json
         ? { jobId, attempt, status: 'unknown', error: row.error_json }
         : { jobId, attempt, status: 'unknown' },
-    // Jobs take no `approval` option (config/tool.ts): such a row was written by hand or by another tool's calls.
+    // A job awaiting a decision, approved or declined has not started: calls meet these rows through the approval
+    // gate, and `getJob` answers no job for them (`jobStarted`).
     awaiting_approval: () => {
       throw unknownStatus(row);
     },
@@ -36,4 +37,22 @@ export function jobStatusOf<T>(row: RunRow): JobStatus<T> {
 /** A job not finished: running while its lease is live, abandoned once it lapsed. */
 export function runningJobStatus(row: RunRow, leaseLive: boolean): JobStatus<never> {
   return { jobId: row.job_id ?? row.id, attempt: row.attempt, status: leaseLive ? 'running' : 'abandoned' };
+}
+
+/**
+ * Whether a job's row is a job that started: one awaiting a person's approval, approved and not yet started, or
+ * declined has no status to report, as a job that does not exist has none.
+ */
+const JOB_STARTED = {
+  in_progress: true,
+  succeeded: true,
+  failed: true,
+  unknown: true,
+  awaiting_approval: false,
+  approved: false,
+  declined: false,
+} as const satisfies Record<RunRow['status'], boolean>;
+
+export function jobStarted(row: RunRow): boolean {
+  return JOB_STARTED[row.status] === true;
 }

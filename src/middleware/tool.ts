@@ -30,7 +30,7 @@ import { type Answer, type CallEnd, isRefusal, type Refusal, rejected } from './
 import { createClaimLoop, spanOf } from './claim-loop.js';
 import { createExecutor } from './execute.js';
 import type { CallFacts } from './facts.js';
-import { jobStatusOf } from './job-status.js';
+import { jobStarted, jobStatusOf } from './job-status.js';
 import { inputNotJson, keyRequired } from './messages.js';
 import { runRead } from './read.js';
 import type { LedgerRuntime } from './runtime.js';
@@ -67,7 +67,7 @@ export interface JobTool<TCallInput, TValue, TArgs extends unknown[] = ContextAr
   extends ToolBase<TCallInput, TValue, 'job', TArgs> {
   /**
    * The current status of a job by id, for the tenant and user it ran for. Undefined when there is no such job
-   * for them.
+   * for them, or when it has not started (awaiting a person's approval, or declined).
    */
   getJob(jobId: string, context?: JobLookup): Promise<TValue | undefined>;
 }
@@ -358,7 +358,8 @@ function jobLookup(runtime: LedgerRuntime, name: string) {
     if (lookup.user !== undefined) assertStorableId(lookup.user, 'user', name);
     if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 255) return undefined;
     const row = await runtime.store.findJob(tenant, name, jobId);
-    // Another user's job is reported as absent, like a retry with their key: nothing of it is revealed.
-    return row && row.user_id === (lookup.user ?? null) ? jobStatusOf(row) : undefined;
+    // Another user's job is reported as absent, like a retry with their key: nothing of it is revealed. So is a job
+    // that has not started (awaiting a person's approval, or declined).
+    return row && row.user_id === (lookup.user ?? null) && jobStarted(row) ? jobStatusOf(row) : undefined;
   };
 }

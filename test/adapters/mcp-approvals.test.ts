@@ -185,3 +185,69 @@ describe('MCP approvals through elicitation (SDK 1.x server, SDK 1.x client)', (
     expect(refunds).toEqual([]);
   });
 });
+
+describe('MCP approvals of a job', () => {
+  it('starts the job only once the form approves it; its status tool then reports it', async () => {
+    const jobs = await createLedger({ pglite: 'memory://', telemetry: false });
+    const exported: string[] = [];
+    const server = new McpServer({ name: 'exports', version: '1.0.0' });
+    const exportJob = jobs.tool({
+      name: 'export_customers',
+      kind: 'job',
+      input: z.object({ format: z.enum(['csv', 'json']) }),
+      approval: 'required',
+      handler: async (input) => {
+        exported.push(input.format);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return { url: `https://example.test/export.${input.format}` };
+      },
+    });
+    registerMcpTool(server, exportJob, { approvals: { ledger: jobs } });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client(
+      { name: 'desk-app', version: '1.0.0' },
+      { capabilities: { elicitation: { form: {} } } },
+    );
+    const forms: string[] = [];
+    let answer: ElicitResult = { action: 'cancel' };
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      forms.push((request.params as { message: string }).message);
+      return answer;
+    });
+    await client.connect(clientSide);
+    try {
+      const callJob = async (key: string) =>
+        (await client.callTool({
+          name: 'export_customers',
+          arguments: { format: 'csv', idempotency_key: key },
+        })) as CallToolResult;
+      // Dismissed: nothing starts, the job awaits a decision.
+      const waiting = await callJob('export-1');
+      expect(code(waiting)).toBe('APPROVAL_REQUIRED');
+      expect(exported).toEqual([]);
+      // Approved in the form: the job starts, and the call answers its running status.
+      answer = { action: 'accept', content: { decision: 'approve', reason: 'quarterly export' } };
+      const started = await callJob('export-1');
+      expect(started.isError).toBeFalsy();
+      const job = started.structuredContent as { job_id: string; status: string };
+      expect(job).toMatchObject({ job_id: expect.stringMatching(/^job_/), status: 'running' });
+      expect(started._meta?.['tool-ledger/call']).toMatchObject({ outcome: 'approved' });
+      let status: CallToolResult | undefined;
+      for (let i = 0; i < 200; i++) {
+        status = (await client.callTool({
+          name: 'export_customers_status',
+          arguments: { job_id: job.job_id },
+        })) as CallToolResult;
+        if ((status.structuredContent as { status?: string }).status !== 'running') break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(status?.structuredContent).toMatchObject({ job_id: job.job_id, status: 'succeeded' });
+      expect(exported).toEqual(['csv']);
+      expect(forms).toHaveLength(2);
+    } finally {
+      await client.close();
+      await jobs.close();
+    }
+  });
+});

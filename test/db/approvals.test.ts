@@ -13,20 +13,26 @@ const refund = z.object({ order: z.string(), cents: z.number().int().positive() 
 describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
   const backend = makeBackend();
 
-  async function setup(
-    options: { approval?: ApprovalRule<z.infer<typeof refund>>; approvalWaitSeconds?: number } = {},
-    ledgerOptions: Parameters<typeof backend.open>[0] = {},
-  ) {
+  interface GateOptions {
+    readonly approval?: ApprovalRule<z.infer<typeof refund>>;
+    readonly approvalWaitSeconds?: number;
+  }
+  /** A test tool's approval options: `'required'` unless the test gives a rule. */
+  const gateOf = (options: GateOptions) => ({
+    approval: options.approval ?? ('required' as const),
+    ...(options.approvalWaitSeconds === undefined
+      ? {}
+      : { approvalWaitSeconds: options.approvalWaitSeconds }),
+  });
+
+  async function setup(options: GateOptions = {}, ledgerOptions: Parameters<typeof backend.open>[0] = {}) {
     const ledger = await backend.open({ waitSeconds: 0, ...ledgerOptions });
     const runs: unknown[] = [];
     const tool = ledger.tool({
       name: 'refund',
       kind: 'mutation',
       input: refund,
-      approval: options.approval ?? 'required',
-      ...(options.approvalWaitSeconds === undefined
-        ? {}
-        : { approvalWaitSeconds: options.approvalWaitSeconds }),
+      ...gateOf(options),
       handler: async (input) => {
         runs.push(input);
         return { refunded: input.cents, order: input.order };
@@ -242,13 +248,180 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
     expect(runs).toHaveLength(1);
   });
 
-  it('refuses approval on a job and a bad rule', async () => {
+  it('refuses approval on a read tool and a bad rule', async () => {
     const ledger: Ledger = await backend.open();
     expect(() =>
-      ledger.tool({ name: 'j', kind: 'job', approval: 'required', handler: () => 1 } as never),
-    ).toThrow(/approval is for kind 'mutation'/);
+      ledger.tool({ name: 'r', kind: 'read', approval: 'required', handler: () => 1 } as never),
+    ).toThrow(/approval is for kinds 'mutation' and 'job'/);
     expect(() =>
       ledger.tool({ name: 'm', kind: 'mutation', approval: 'yes' as never, handler: () => 1 }),
     ).toThrow(/use 'required' or a function/);
+  });
+
+  describe('on a job', () => {
+    async function setupJob(options: GateOptions = {}) {
+      const ledger = await backend.open({ waitSeconds: 0 });
+      const runs: unknown[] = [];
+      const tool = ledger.tool({
+        name: 'refund_batch',
+        kind: 'job',
+        input: refund,
+        ...gateOf(options),
+        handler: async (input) => {
+          runs.push(input);
+          await sleep(50);
+          return { refunded: input.cents };
+        },
+      });
+      const jobIdOf = async (key: string) =>
+        (
+          await backend.sql<{ job_id: string }>(
+            `SELECT job_id FROM "${ledger.schema}".tool_runs WHERE idempotency_key = $1`,
+            [key],
+          )
+        )[0]?.job_id;
+      /** The job's status once it finished: polled every 50 ms, at most 200 times. */
+      const finished = async (jobId: string) => {
+        for (let i = 0; i < 200; i++) {
+          const status = await tool.getJob(jobId, { tenant: 'acme', user: 'u_1' });
+          if (status && status.status !== 'running') return status;
+          await sleep(50);
+        }
+        throw new Error(`job ${jobId} did not finish within 10 s`);
+      };
+      return { ledger, tool, runs, jobIdOf, finished };
+    }
+    const job = (key: string) => ({ tenant: 'acme', tool: 'refund_batch', key });
+
+    it('starts nothing until approved; the next call starts it once, and later calls poll or replay it', async () => {
+      const { ledger, tool, runs, jobIdOf, finished } = await setupJob();
+      const asked = await rejection(tool.invoke(args, ctx('j1')));
+      expect(asked.code).toBe('APPROVAL_REQUIRED');
+      expect(asked.message).toContain('tool-ledger approve --tenant acme --tool refund_batch --key j1');
+      expect(runs).toHaveLength(0);
+      const jobId = await jobIdOf('j1');
+      expect(jobId).toMatch(/^job_/);
+      // Not started: no status to report, as for a job that does not exist.
+      expect(await tool.getJob(jobId!, { tenant: 'acme', user: 'u_1' })).toBeUndefined();
+      expect((await rejection(tool.invoke(args, ctx('j1')))).code).toBe('APPROVAL_REQUIRED');
+      expect(await ledger.approvals.list({ tenant: 'acme', tool: 'refund_batch' })).toMatchObject([
+        { key: 'j1', arguments: args },
+      ]);
+
+      await ledger.approve({ ...job('j1'), by: 'ops@acme' });
+      expect(await tool.getJob(jobId!, { tenant: 'acme', user: 'u_1' })).toBeUndefined();
+      expect((await rejection(tool.invoke(otherArgs, ctx('j1')))).code).toBe('KEY_REUSED');
+      const started = await tool.invoke(args, ctx('j1'));
+      expect(started).toMatchObject({ outcome: 'approved', jobId, value: { jobId, status: 'running' } });
+      expect(await finished(jobId!)).toMatchObject({ jobId, status: 'succeeded', result: { refunded: 500 } });
+      const again = await tool.invoke(args, ctx('j1'));
+      expect(again).toMatchObject({ outcome: 'replayed', value: { jobId, status: 'succeeded' } });
+      expect(runs).toEqual([args]);
+    });
+
+    it('a declined job never starts, and getJob answers no job for it', async () => {
+      const { ledger, tool, runs, jobIdOf } = await setupJob();
+      await rejection(tool.invoke(args, ctx('j2')));
+      await ledger.decline({ ...job('j2'), by: 'ops@acme', reason: 'not this quarter' });
+      const declined = await rejection(tool.invoke(args, ctx('j2')));
+      expect(declined.code).toBe('APPROVAL_DECLINED');
+      expect(declined.message).toContain('not this quarter');
+      expect(await tool.getJob((await jobIdOf('j2'))!, { tenant: 'acme', user: 'u_1' })).toBeUndefined();
+      expect(runs).toHaveLength(0);
+    });
+
+    it('an edited approval starts the job with the edited arguments; eight racing retries start it once', async () => {
+      const { ledger, tool, runs, jobIdOf, finished } = await setupJob();
+      await rejection(tool.invoke(args, ctx('j3')));
+      await ledger.approve({ ...job('j3'), by: 'ops', arguments: { order: 'o_1', cents: 300 } });
+      const reports = await Promise.allSettled(Array.from({ length: 8 }, () => tool.invoke(args, ctx('j3'))));
+      expect(reports.filter((r) => r.status === 'rejected').map((r) => String(r.reason))).toEqual([]);
+      const outcomes = reports.map((r) => (r as PromiseFulfilledResult<{ outcome: string }>).value.outcome);
+      expect(outcomes.filter((o) => o === 'approved')).toHaveLength(1);
+      // The others met the job running (polled) or finished (replayed), never a second start.
+      expect(outcomes.every((o) => ['approved', 'polled', 'replayed'].includes(o))).toBe(true);
+      const jobId = (await jobIdOf('j3'))!;
+      expect(await finished(jobId)).toMatchObject({ status: 'succeeded', result: { refunded: 300 } });
+      expect(runs).toEqual([{ order: 'o_1', cents: 300 }]);
+    });
+
+    it('approvalWaitSeconds: a waiting call starts the job once the approval comes', async () => {
+      const { ledger, tool, runs, jobIdOf, finished } = await setupJob({ approvalWaitSeconds: 10 });
+      const waiting = tool.invoke(args, ctx('j4'));
+      await sleep(300);
+      await ledger.approve({ ...job('j4'), by: 'ops' });
+      expect(await waiting).toMatchObject({ outcome: 'approved', value: { status: 'running' } });
+      expect(await finished((await jobIdOf('j4'))!)).toMatchObject({ status: 'succeeded' });
+      expect(runs).toHaveLength(1);
+    });
+
+    it('an approved job whose worker stopped mid-run is resumed after its lease, keeping its approval', async () => {
+      const first = await backend.open({ waitSeconds: 0, leaseSeconds: 1 });
+      let release = () => {};
+      const hung = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const options = { name: 'refund_batch', kind: 'job', input: refund, approval: 'required' } as const;
+      const stopped = first.tool({
+        ...options,
+        handler: async () => {
+          await hung;
+          return { refunded: -1 };
+        },
+      });
+      await rejection(stopped.invoke(args, ctx('j7')));
+      await first.approve({ ...job('j7'), by: 'ops' });
+      const started = await stopped.invoke(args, ctx('j7'));
+      expect(started).toMatchObject({ outcome: 'approved', value: { status: 'running' } });
+      // The worker stops: its ledger closes without waiting for the job, so nothing renews the lease.
+      await first.close({ timeoutSeconds: 0.1 });
+
+      const second = await backend.open({ schema: first.schema, waitSeconds: 0, leaseSeconds: 1 });
+      const runs: unknown[] = [];
+      const resumedTool = second.tool({
+        ...options,
+        handler: async (input) => {
+          runs.push(input);
+          return { refunded: input.cents };
+        },
+      });
+      const attempt = (started.value as { attempt: number }).attempt;
+      let resumed: Awaited<ReturnType<typeof resumedTool.invoke>> | undefined;
+      // Polled as running while the stopped worker's lease lasts (1 s); bounded at 50 tries 100 ms apart.
+      for (let i = 0; i < 50 && resumed === undefined; i++) {
+        const report = await resumedTool.invoke(args, ctx('j7'));
+        if ((report.value as { attempt: number }).attempt > attempt) resumed = report;
+        else await sleep(100);
+      }
+      expect(resumed).toMatchObject({
+        outcome: 'approved',
+        jobId: started.jobId,
+        value: { status: 'running', attempt: attempt + 1 },
+      });
+      let status: Awaited<ReturnType<typeof resumedTool.getJob>>;
+      for (let i = 0; i < 100; i++) {
+        status = await resumedTool.getJob(started.jobId!, { tenant: 'acme', user: 'u_1' });
+        if (status?.status !== 'running') break;
+        await sleep(50);
+      }
+      expect(status!).toMatchObject({ status: 'succeeded', result: { refunded: 500 } });
+      // The stopped worker's handler ends late: its completion is fenced out, the result stays.
+      release();
+      await sleep(100);
+      expect(await resumedTool.getJob(started.jobId!, { tenant: 'acme', user: 'u_1' })).toMatchObject({
+        status: 'succeeded',
+        result: { refunded: 500 },
+      });
+      expect(runs).toEqual([args]);
+    });
+
+    it('a rule that answers no starts the job at once', async () => {
+      const { tool, runs, finished } = await setupJob({ approval: (input) => input.cents > 1000 });
+      const small = await tool.invoke(args, ctx('j5'));
+      expect(small).toMatchObject({ outcome: 'executed', value: { status: 'running' } });
+      expect(await finished(small.jobId!)).toMatchObject({ status: 'succeeded', result: { refunded: 500 } });
+      expect((await rejection(tool.invoke(otherArgs, ctx('j6')))).code).toBe('APPROVAL_REQUIRED');
+      expect(runs).toHaveLength(1);
+    });
   });
 });

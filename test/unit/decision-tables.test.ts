@@ -229,9 +229,9 @@ describe('the verdict table of each tool kind', () => {
     reclaimed       executed                 executed
     raced           race                     race
     unknown         unknown:OUTCOME_UNKNOWN  polled
-    awaiting        race                     failed:LEDGER_UNAVAILABLE
-    approved        race                     failed:LEDGER_UNAVAILABLE
-    declined        declined:APPROVAL_DECLINED  failed:LEDGER_UNAVAILABLE`);
+    awaiting        race                     race
+    approved        race                     race
+    declined        declined:APPROVAL_DECLINED  declined:APPROVAL_DECLINED`);
 
   it('has one spec line per verdict, and each table a handler per verdict', () => {
     expect(SPEC.map(([verdict]) => verdict).sort()).toEqual(Object.keys(LINKS_ORIGINAL).sort());
