@@ -14,7 +14,8 @@ const WORKER_LIMIT_MS = 45_000;
 
 interface WorkerResult {
   readonly outcome?: string;
-  readonly value?: { refunded: number; by: number };
+  /** A mutation's result, or a job's status (`jobId`, `status`, `attempt`). */
+  readonly value?: { refunded?: number; by?: number; jobId?: string; status?: string };
   readonly attempt?: number;
   readonly error?: string;
   readonly message?: string;
@@ -28,8 +29,11 @@ interface Worker {
   readonly result: Promise<WorkerResult | undefined>;
 }
 
+/** The worker's modes (test/fixtures/approval-worker.ts): `refund` as a mutation, or (`job-`) as a job. */
+type Mode = 'once' | 'hang' | 'job-once' | 'job-hang';
+
 function start(
-  mode: 'once' | 'hang',
+  mode: Mode,
   url: string,
   schema: string,
   key: string,
@@ -57,7 +61,7 @@ function start(
       clearTimeout(limit);
       const last = out.trim().split('\n').at(-1) ?? '';
       if (code === 0 && last.startsWith('{')) resolve(JSON.parse(last) as WorkerResult);
-      else if (signal === 'SIGKILL' && mode === 'hang') resolve(undefined);
+      else if (signal === 'SIGKILL' && mode.endsWith('hang')) resolve(undefined);
       else reject(new Error(`approval worker (${mode}) exited with ${code ?? signal}: ${err}${out}`));
     });
   });
@@ -102,7 +106,7 @@ describe.each(LAYOUTS)('approvals across processes on real Postgres, %s', (_layo
       [pids.get(key) ?? []],
     );
   const pids = new Map<string, number[]>();
-  const run = (mode: 'once' | 'hang', key: string, cents: number) => {
+  const run = (mode: Mode, key: string, cents: number) => {
     const worker = start(mode, databaseUrl(), schema, key, cents, layout);
     pids.set(key, [...(pids.get(key) ?? []), worker.child.pid ?? -1]);
     return worker;
@@ -169,6 +173,46 @@ describe.each(LAYOUTS)('approvals across processes on real Postgres, %s', (_layo
       expect(await effects(key)).toHaveLength(3);
     },
   );
+
+  it('an approved job killed mid-run (kill -9) is resumed by a new process after its lease, once, still approved', async () => {
+    const key = 'k-job-killed';
+    expect(await run('job-once', key, 500).result).toMatchObject({ error: 'APPROVAL_REQUIRED' });
+    expect(await effects(key)).toEqual([]);
+    await decide(key, 'approve');
+
+    // The approved job starts in a process that dies mid-run with its 1 s lease held.
+    const victim = run('job-hang', key, 500);
+    await victim.started;
+    victim.child.kill('SIGKILL');
+    expect(await victim.result).toBeUndefined();
+    const held = await row(key);
+    expect(held).toMatchObject({ status: 'in_progress', approval: { decision: 'approved' } });
+
+    // A new process polls it as running (or abandoned) until the lease lapses, then resumes it under the same
+    // approval; its ledger's close waits for the job to end. Bounded: at most 20 processes.
+    let resumed: WorkerResult | undefined;
+    for (let i = 0; i < 20 && resumed === undefined; i++) {
+      const answer = await run('job-once', key, 500).result;
+      if (answer?.outcome === 'approved') resumed = answer;
+      else expect(answer).toMatchObject({ outcome: 'polled' });
+    }
+    expect(resumed).toMatchObject({ attempt: held!.attempt + 1, value: { status: 'running' } });
+    const seen = await effects(key);
+    expect(seen.filter((e) => e.phase === 'done')).toEqual([
+      { attempt: held!.attempt + 1, phase: 'done', cents: 500 },
+    ]);
+    expect(seen.filter((e) => e.phase === 'start').map((e) => e.attempt)).toEqual([
+      held!.attempt,
+      held!.attempt + 1,
+    ]);
+    expect(await row(key)).toMatchObject({ status: 'succeeded', approval: { decision: 'approved' } });
+    // Yet another process replays the finished job: nothing starts again.
+    expect(await run('job-once', key, 500).result).toMatchObject({
+      outcome: 'replayed',
+      value: { jobId: resumed?.value?.jobId, status: 'succeeded' },
+    });
+    expect(await effects(key)).toHaveLength(3);
+  });
 
   it('a decline is replayed by a process that never saw the key, and the handler never runs', async () => {
     const key = 'k-declined';
