@@ -25,9 +25,9 @@ const usage = {
   outputTokens: { total: 1, text: 1, reasoning: undefined },
 };
 
-function callRefund(id: string, input: unknown): Step {
+function callRefund(id: string, input: unknown, toolName = 'refund'): Step {
   return {
-    content: [{ type: 'tool-call', toolCallId: id, toolName: 'refund', input: JSON.stringify(input) }],
+    content: [{ type: 'tool-call', toolCallId: id, toolName, input: JSON.stringify(input) }],
     finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
     usage,
     warnings: [],
@@ -107,9 +107,12 @@ function answer(approvalId: string, approved: boolean, reason?: string): ModelMe
  * step, and the model reads what came of it in its prompt's last tool message (the same on ai 6 and 7, whose
  * results report it differently).
  */
-async function resume(messages: ModelMessage[]) {
+async function resume(
+  messages: ModelMessage[],
+  toolSet: Record<string, ReturnType<typeof ledgerAiTool>> = tools,
+) {
   const { model, prompts } = scripted(done);
-  await generateText({ model, messages, tools, stopWhen: stepCountIs(2) });
+  await generateText({ model, messages, tools: toolSet, stopWhen: stepCountIs(2) });
   const last = (prompts[0] ?? []).at(-1) as { role?: string; content?: unknown[] } | undefined;
   const outputs = (last?.role === 'tool' ? (last.content ?? []) : []).flatMap((part) => {
     const result = part as { type?: string; output?: { type: string; value?: unknown } };
@@ -354,5 +357,54 @@ describe('AI SDK approvals recorded in the ledger', () => {
     const resumed = streamText({ model, messages, tools, stopWhen: stepCountIs(2) });
     expect(await resumed.text).toBe('done');
     expect(refunds).toEqual([{ order: 'U-1', cents: 80_000 }]);
+  });
+});
+
+describe('AI SDK approval of a job', () => {
+  it('starts the job only once the recorded approval lets it; the model reads its running status', async () => {
+    const exports: string[] = [];
+    const exportJob = ledger.tool({
+      name: 'export_customers',
+      kind: 'job',
+      description: 'Exports the customer list.',
+      input: z.object({ format: z.enum(['csv', 'json']) }),
+      approval: 'required',
+      handler: async (input) => {
+        exports.push(input.format);
+        return { url: `https://example.test/export.${input.format}` };
+      },
+    });
+    conversation++;
+    const jobTools = {
+      export_customers: ledgerAiTool(exportJob, {
+        conversationId: () => `conv-${conversation}`,
+        tenant: 'acme',
+      }),
+    };
+    const prompt: ModelMessage[] = [{ role: 'user', content: 'export the customers' }];
+    const asked = await generateText({
+      model: scripted(callRefund('call_job', { format: 'csv' }, 'export_customers'), done).model,
+      messages: prompt,
+      tools: jobTools,
+      stopWhen: stepCountIs(3),
+    });
+    const approvalId = approvalIdOf(asked.content.filter((part) => part.type === 'tool-approval-request'));
+    expect(exports).toEqual([]);
+
+    const messages = [...prompt, ...asked.response.messages, answer(approvalId, true)] as ModelMessage[];
+    const recorded = await recordAiApprovals(ledger, { messages, tools: jobTools, by: 'alice@support' });
+    expect(recorded[0]!.decision).toMatchObject({ decision: 'approved', by: 'alice@support' });
+    const started = await resume(messages, jobTools);
+    expect(started.values).toHaveLength(1);
+    const status = JSON.parse(started.values[0]!) as { jobId: string; status: string };
+    expect(status).toMatchObject({ jobId: expect.stringMatching(/^job_/), status: 'running' });
+    // The job runs in the background: its status turns succeeded (polled every 20 ms, at most 250 times).
+    let now = status.status;
+    for (let i = 0; i < 250 && now === 'running'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      now = (await exportJob.getJob(status.jobId, { tenant: 'acme' }))?.status ?? 'missing';
+    }
+    expect(now).toBe('succeeded');
+    expect(exports).toEqual(['csv']);
   });
 });
