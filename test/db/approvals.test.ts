@@ -280,21 +280,17 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
             [key],
           )
         )[0]?.job_id;
-      /** The job's status once it finished: polled every 50 ms, at most 200 times. */
-      const finished = async (jobId: string) => {
-        for (let i = 0; i < 200; i++) {
-          const status = await tool.getJob(jobId, { tenant: 'acme', user: 'u_1' });
-          if (status && status.status !== 'running') return status;
-          await sleep(50);
-        }
-        throw new Error(`job ${jobId} did not finish within 10 s`);
-      };
-      return { ledger, tool, runs, jobIdOf, finished };
+      return { ledger, tool, runs, jobIdOf };
     }
     const job = (key: string) => ({ tenant: 'acme', tool: 'refund_batch', key });
+    /** Reads a job's status as its user would, for `expect.poll`: the job runs in the background. */
+    const statusOf = (tool: { getJob(jobId: string, who: object): Promise<unknown> }, jobId: string) => () =>
+      tool.getJob(jobId, { tenant: 'acme', user: 'u_1' });
+    // A job takes 50 ms; the bound is for a loaded machine.
+    const POLL = { timeout: 10_000, interval: 50 };
 
     it('starts nothing until approved; the next call starts it once, and later calls poll or replay it', async () => {
-      const { ledger, tool, runs, jobIdOf, finished } = await setupJob();
+      const { ledger, tool, runs, jobIdOf } = await setupJob();
       const asked = await rejection(tool.invoke(args, ctx('j1')));
       expect(asked.code).toBe('APPROVAL_REQUIRED');
       expect(asked.message).toContain('tool-ledger approve --tenant acme --tool refund_batch --key j1');
@@ -313,7 +309,9 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
       expect((await rejection(tool.invoke(otherArgs, ctx('j1')))).code).toBe('KEY_REUSED');
       const started = await tool.invoke(args, ctx('j1'));
       expect(started).toMatchObject({ outcome: 'approved', jobId, value: { jobId, status: 'running' } });
-      expect(await finished(jobId!)).toMatchObject({ jobId, status: 'succeeded', result: { refunded: 500 } });
+      await expect
+        .poll(statusOf(tool, jobId!), POLL)
+        .toMatchObject({ jobId, status: 'succeeded', result: { refunded: 500 } });
       const again = await tool.invoke(args, ctx('j1'));
       expect(again).toMatchObject({ outcome: 'replayed', value: { jobId, status: 'succeeded' } });
       expect(runs).toEqual([args]);
@@ -331,7 +329,7 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
     });
 
     it('an edited approval starts the job with the edited arguments; eight racing retries start it once', async () => {
-      const { ledger, tool, runs, jobIdOf, finished } = await setupJob();
+      const { ledger, tool, runs, jobIdOf } = await setupJob();
       await rejection(tool.invoke(args, ctx('j3')));
       await ledger.approve({ ...job('j3'), by: 'ops', arguments: { order: 'o_1', cents: 300 } });
       const reports = await Promise.allSettled(Array.from({ length: 8 }, () => tool.invoke(args, ctx('j3'))));
@@ -341,17 +339,19 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
       // The others met the job running (polled) or finished (replayed), never a second start.
       expect(outcomes.every((o) => ['approved', 'polled', 'replayed'].includes(o))).toBe(true);
       const jobId = (await jobIdOf('j3'))!;
-      expect(await finished(jobId)).toMatchObject({ status: 'succeeded', result: { refunded: 300 } });
+      await expect
+        .poll(statusOf(tool, jobId), POLL)
+        .toMatchObject({ status: 'succeeded', result: { refunded: 300 } });
       expect(runs).toEqual([{ order: 'o_1', cents: 300 }]);
     });
 
     it('approvalWaitSeconds: a waiting call starts the job once the approval comes', async () => {
-      const { ledger, tool, runs, jobIdOf, finished } = await setupJob({ approvalWaitSeconds: 10 });
+      const { ledger, tool, runs, jobIdOf } = await setupJob({ approvalWaitSeconds: 10 });
       const waiting = tool.invoke(args, ctx('j4'));
       await sleep(300);
       await ledger.approve({ ...job('j4'), by: 'ops' });
       expect(await waiting).toMatchObject({ outcome: 'approved', value: { status: 'running' } });
-      expect(await finished((await jobIdOf('j4'))!)).toMatchObject({ status: 'succeeded' });
+      await expect.poll(statusOf(tool, (await jobIdOf('j4'))!), POLL).toMatchObject({ status: 'succeeded' });
       expect(runs).toHaveLength(1);
     });
 
@@ -398,13 +398,9 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
         jobId: started.jobId,
         value: { status: 'running', attempt: attempt + 1 },
       });
-      let status: Awaited<ReturnType<typeof resumedTool.getJob>>;
-      for (let i = 0; i < 100; i++) {
-        status = await resumedTool.getJob(started.jobId!, { tenant: 'acme', user: 'u_1' });
-        if (status?.status !== 'running') break;
-        await sleep(50);
-      }
-      expect(status!).toMatchObject({ status: 'succeeded', result: { refunded: 500 } });
+      await expect
+        .poll(statusOf(resumedTool, started.jobId!), POLL)
+        .toMatchObject({ status: 'succeeded', result: { refunded: 500 } });
       // The stopped worker's handler ends late: its completion is fenced out, the result stays.
       release();
       await sleep(100);
@@ -416,10 +412,12 @@ describe.each(layouts)('approvals on %s', (_name, makeBackend) => {
     });
 
     it('a rule that answers no starts the job at once', async () => {
-      const { tool, runs, finished } = await setupJob({ approval: (input) => input.cents > 1000 });
+      const { tool, runs } = await setupJob({ approval: (input) => input.cents > 1000 });
       const small = await tool.invoke(args, ctx('j5'));
       expect(small).toMatchObject({ outcome: 'executed', value: { status: 'running' } });
-      expect(await finished(small.jobId!)).toMatchObject({ status: 'succeeded', result: { refunded: 500 } });
+      await expect
+        .poll(statusOf(tool, small.jobId!), POLL)
+        .toMatchObject({ status: 'succeeded', result: { refunded: 500 } });
       expect((await rejection(tool.invoke(otherArgs, ctx('j6')))).code).toBe('APPROVAL_REQUIRED');
       expect(runs).toHaveLength(1);
     });
